@@ -1,0 +1,1 @@
+"""Reusable model and loss code for the token-aggregation ablation."""

@@ -1,0 +1,1 @@
+"""Conditional-VAE building blocks: aggregation contract, token weights, decoder, z-free reference."""

@@ -1,0 +1,163 @@
+"""The reconstruction family under the token-aggregation contract.
+
+Symbols follow shared/spec/token-aggregation-note.md. Shapes: B examples, T
+token positions (padding included), S posterior samples (or K enumerated codes).
+`mask` is a bool [B, T] marking the supervised y-region S_i; n_i = |S_i|.
+
+Batch reduction is always the example mean (1/B) sum_i R_i. `sum` is the
+per-example supervised-token sum followed by that example mean; a global token
+mean over the batch never appears here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from core.disentanglement.config import (
+    AggregationMode,
+    check_alpha,
+    check_hybrid_coefficients,
+    parse_aggregation_mode,
+)
+from core.disentanglement.masking import check_mask, supervised_counts, zero_padding
+from core.disentanglement.token_weighting import high_surprisal_weights, low_surprisal_weights
+
+Mode = AggregationMode | str
+
+
+def _aggregate(values: torch.Tensor, mask: torch.Tensor, mode: AggregationMode, n: torch.Tensor) -> torch.Tensor:
+    total = zero_padding(values, mask).sum(dim=-1)
+    return total / n if mode is AggregationMode.MEAN else total
+
+
+def _weighted_aggregate(
+    values: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: AggregationMode, n: torch.Tensor
+) -> torch.Tensor:
+    weighted = zero_padding(values * weights, mask).sum(dim=-1)
+    return weighted if mode is AggregationMode.MEAN else n * weighted
+
+
+def aggregate_tokens(values: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
+    """A_a(v_i): A_mean = (1/n_i) sum_{t in S_i} v_{i,t}, A_sum = sum_{t in S_i} v_{i,t}.
+
+    values [..., B, T] -> [..., B].
+    """
+    mode = parse_aggregation_mode(mode, "mode")
+    check_mask(mask, values.shape)
+    return _aggregate(values, mask, mode, supervised_counts(mask, values.dtype))
+
+
+def weighted_aggregate_tokens(values: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
+    """W_a(v_i; pi_i): W_mean = sum_{t in S_i} pi_{i,t} v_{i,t}, W_sum = n_i * W_mean.
+
+    The n_i factor keeps token-weighted terms on the same scale as A_a, so uniform
+    weights (alpha = 0) give back A_a exactly. values [..., B, T], weights
+    broadcastable to values -> [..., B].
+    """
+    mode = parse_aggregation_mode(mode, "mode")
+    check_mask(mask, values.shape)
+    return _weighted_aggregate(values, weights, mask, mode, supervised_counts(mask, values.dtype))
+
+
+def reference_scale(base_nll: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
+    """c_base^a = E_{i in val}[A_a(b_i)], a 0-d tensor. Call it on validation records only."""
+    return aggregate_tokens(base_nll.detach(), mask, mode).mean()
+
+
+def concentration_factor(base_nll: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
+    """kappa_i^a = W_a(b_i; pi_i) / A_a(b_i) (eta_i^a with rho_i), detached, [B].
+
+    The n_i factor appears in numerator and denominator under sum, so the value is
+    the same in both modes.
+    """
+    base_nll = base_nll.detach()
+    return weighted_aggregate_tokens(base_nll, weights, mask, mode) / aggregate_tokens(base_nll, mask, mode)
+
+
+def posterior_expectation(per_sample: torch.Tensor, sample_weights: torch.Tensor | None = None) -> torch.Tensor:
+    """E_{z ~ q(z|x_i,y_i)}: [S, B] -> [B].
+
+    Without sample_weights, the mean over S reparameterised or Gumbel samples.
+    With sample_weights [S, B] (q itself for an exactly enumerated discrete
+    posterior, each column summing to 1), the weighted sum; gradients reach q.
+    """
+    if per_sample.dim() != 2:
+        raise ValueError(f"per-sample values must be [S, B], got shape {tuple(per_sample.shape)}")
+    if sample_weights is None:
+        return per_sample.mean(dim=0)
+    if sample_weights.shape != per_sample.shape:
+        raise ValueError(f"sample_weights must be [S, B] = {tuple(per_sample.shape)}, got {tuple(sample_weights.shape)}")
+    column_sums = sample_weights.detach().sum(dim=0)
+    if not torch.allclose(column_sums, torch.ones_like(column_sums), atol=1e-4):
+        low, high = column_sums.min().item(), column_sums.max().item()
+        raise ValueError(f"sample_weights must sum to 1 over S for every example; got sums in [{low:.6g}, {high:.6g}]")
+    return (sample_weights * per_sample).sum(dim=0)
+
+
+def reconstruction_terms(
+    token_nll: torch.Tensor,
+    base_nll: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    mode: Mode,
+    alpha: float,
+    c_base: float | torch.Tensor,
+    epsilon: float,
+    sample_weights: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """Every term of the reconstruction family as a scalar batch loss, in the selected mode.
+
+    token_nll  [S, B, T]  l_{i,t}(z) for S posterior samples
+    base_nll   [B, T]     frozen z-free b_{i,t}; never receives a gradient
+    c_base                c_base^a from reference_scale on validation records, same mode
+    epsilon               in the selected mode's units: nats/token under mean, nats/example under sum
+
+    Returns raw, dist, ex, tok, tokcc, tokinv (spec L^a_raw ... L^a_tokinv) and
+    base_aggregate_min = min_i A_a(b_i), the smallest ex denominator before epsilon.
+    """
+    mode = parse_aggregation_mode(mode, "mode")
+    alpha = check_alpha(alpha, "alpha")
+    if token_nll.dim() != 3:
+        raise ValueError(f"token_nll must be [S, B, T], got shape {tuple(token_nll.shape)}")
+    check_mask(mask, token_nll.shape, "token_nll")
+    check_mask(mask, base_nll.shape, "base_nll")
+    c_base = torch.as_tensor(c_base, dtype=token_nll.dtype, device=token_nll.device).detach()
+    if c_base.dim() != 0 or not bool(torch.isfinite(c_base)) or float(c_base) <= 0:
+        raise ValueError(f"c_base must be a finite scalar > 0, got {c_base.tolist()!r}")
+    if not epsilon >= 0:
+        raise ValueError(f"epsilon must be >= 0 (in {mode} units), got {epsilon!r}")
+
+    n = supervised_counts(mask, token_nll.dtype)  # [B]
+    b = base_nll.detach().to(token_nll.dtype)
+    pi = high_surprisal_weights(b, mask, alpha)  # [B, T]
+    rho = low_surprisal_weights(b, mask, alpha)
+
+    base_aggregate = _aggregate(b, mask, mode, n)  # B_i^a = A_a(b_i)
+    kappa = concentration_factor(b, pi, mask, mode)
+    eta = concentration_factor(b, rho, mask, mode)
+
+    def expect(per_sample: torch.Tensor) -> torch.Tensor:
+        return posterior_expectation(per_sample, sample_weights)
+
+    recon = expect(_aggregate(token_nll, mask, mode, n))  # R_i^a, [B]
+    tok = expect(_weighted_aggregate(token_nll, pi, mask, mode, n))  # E_q W_a(l_i; pi_i)
+    tokinv = expect(_weighted_aggregate(token_nll, rho, mask, mode, n))
+
+    raw = recon.mean()
+    return {
+        "raw": raw,
+        "dist": raw / c_base,
+        "ex": (recon / (base_aggregate + epsilon)).mean(),
+        "tok": tok.mean(),
+        "tokcc": (tok / kappa).mean() / c_base,
+        "tokinv": (tokinv / eta).mean() / c_base,
+        "base_aggregate_min": base_aggregate.min(),
+    }
+
+
+def hybrid_term(terms: Mapping[str, torch.Tensor], coefficients: Mapping[str, float]) -> torch.Tensor:
+    """A configured weighted sum of named reconstruction terms, e.g. {"tokcc": 0.5, "dist": 0.5}."""
+    coefficients = check_hybrid_coefficients(coefficients)
+    return sum(weight * terms[name] for name, weight in coefficients.items())

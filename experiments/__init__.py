@@ -1,0 +1,1 @@
+"""Experiment-specific code (data generators, training entry points)."""

@@ -1,0 +1,1 @@
+"""Synthetic task x strategy sequences with a parser back to (strategy, answer)."""

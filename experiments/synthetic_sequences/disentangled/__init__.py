@@ -1,0 +1,1 @@
+"""CVAE training on synthetic sequences."""
