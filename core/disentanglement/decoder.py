@@ -1,0 +1,118 @@
+"""A small causal Transformer over [<bos>] + x + [<sep>] + y, optionally conditioned on a latent z.
+
+Without a latent (latent_dim = 0) it is the z-free reference p(y|x). With one,
+a linear map of z is added to every position's input embedding, so each
+supervised prediction sees z. Sequences are right-padded; causal attention
+means padding after a token never influences it, so no key mask is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from core.disentanglement.batching import SequenceBatch
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    vocab_size: int
+    max_len: int = 96
+    d_model: int = 64
+    n_layer: int = 2
+    n_head: int = 4
+    latent_dim: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: DecoderConfig):
+        super().__init__()
+        self.n_head = config.n_head
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
+        self.proj = nn.Linear(config.d_model, config.d_model)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        batch, length, width = h.shape
+        q, k, v = self.qkv(h).split(width, dim=-1)
+        q, k, v = (t.view(batch, length, self.n_head, width // self.n_head).transpose(1, 2) for t in (q, k, v))
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, heads, L, width/heads]
+        return self.proj(out.transpose(1, 2).reshape(batch, length, width))
+
+
+class Block(nn.Module):
+    def __init__(self, config: DecoderConfig):
+        super().__init__()
+        self.ln_attn = nn.LayerNorm(config.d_model)
+        self.attn = CausalSelfAttention(config)
+        self.ln_mlp = nn.LayerNorm(config.d_model)
+        self.mlp = nn.Sequential(nn.Linear(config.d_model, 4 * config.d_model), nn.GELU(), nn.Linear(4 * config.d_model, config.d_model))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        h = h + self.attn(self.ln_attn(h))
+        return h + self.mlp(self.ln_mlp(h))
+
+
+class Decoder(nn.Module):
+    def __init__(self, config: DecoderConfig):
+        super().__init__()
+        if config.d_model % config.n_head:
+            raise ValueError(f"d_model ({config.d_model}) must be divisible by n_head ({config.n_head})")
+        self.config = config
+        self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
+        self.position_embedding = nn.Embedding(config.max_len, config.d_model)
+        self.latent_projection = nn.Linear(config.latent_dim, config.d_model) if config.latent_dim else None
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_final = nn.LayerNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, config.vocab_size)
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear | nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(self, batch: SequenceBatch, latent: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits for every y position, [B, T, V]; the prediction of y_t is read at the token before it.
+
+        latent [B, latent_dim] or None; to score several latents per example, repeat the batch.
+        """
+        tokens = batch.tokens
+        length = tokens.shape[1]
+        if length > self.config.max_len:
+            raise ValueError(f"sequence length {length} exceeds the decoder's max_len {self.config.max_len}")
+        h = self.token_embedding(tokens) + self.position_embedding.weight[:length]
+        if (latent is None) != (self.latent_projection is None):
+            raise ValueError(
+                f"decoder built with latent_dim={self.config.latent_dim} got latent={'None' if latent is None else 'a tensor'}"
+            )
+        if latent is not None:
+            h = h + self.latent_projection(latent)[:, None, :]
+        for block in self.blocks:
+            h = block(h)
+        # hidden state that predicts y_t sits at column y_start + t - 1; clamp keeps padded columns in range
+        steps = torch.arange(batch.y.shape[1], device=tokens.device)
+        columns = (batch.y_start[:, None] - 1 + steps).clamp_max(length - 1)  # [B, T]
+        h = torch.gather(h, 1, columns[..., None].expand(-1, -1, h.shape[-1]))
+        return self.head(self.ln_final(h))
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def token_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per-token NLL -log p(y_t | ...), [..., T]; padding positions hold junk the mask must drop."""
+    return F.cross_entropy(logits.flatten(0, -2), targets.flatten(), reduction="none").view(targets.shape)
+
+
+def uniform_nll(vocab_size: int) -> float:
+    """log V: the per-token NLL of a model that knows nothing."""
+    return math.log(vocab_size)

@@ -1,0 +1,273 @@
+"""The frozen z-free reference p(y|x): train it once, then score records with it.
+
+    python -m core.disentanglement.zfree train --train results/data/train.parquet \
+        --val results/data/val.parquet --checkpoint results/zfree/model.pt
+    python -m core.disentanglement.zfree score --checkpoint results/zfree/model.pt \
+        --records results/data/val.parquet --out results/zfree/scores/val.parquet
+
+Training minimises the maximum-likelihood token NLL over the y region (every
+supervised token counts once; this model is the reference, not part of the
+mean-vs-sum ablation). Scoring writes b_{i,t} for every supervised token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from core.disentanglement.artifacts import atomic_path, sha256_file, write_json
+from core.disentanglement.batching import RecordBatcher, SpecialTokens
+from core.disentanglement.decoder import Decoder, DecoderConfig, token_nll, uniform_nll
+from core.disentanglement.records import Records, RecordsError, read_records
+from core.disentanglement.scores import write_scores
+
+CHECKPOINT_KEYS = ("kind", "decoder_config", "state_dict", "vocab", "train_config")
+
+
+@dataclass(frozen=True)
+class ZFreeTrainConfig:
+    seed: int = 0
+    steps: int = 1500
+    batch_size: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    eval_every: int = 250
+    d_model: int = 64
+    n_layer: int = 2
+    n_head: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "eval_every", "d_model", "n_layer", "n_head"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: {getattr(self, name)} is not allowed; it must be >= 1")
+        if not self.lr > 0:
+            raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
+
+
+def learning_rate(step: int, config: ZFreeTrainConfig) -> float:
+    """Linear warm-up, then cosine decay to 10% of the peak."""
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
+    return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def check_same_vocab(records: Records, vocab: Sequence[str], source: str) -> None:
+    if tuple(records.vocab) != tuple(vocab):
+        raise RecordsError(
+            f"records file {records.path} has a vocabulary of {len(records.vocab)} tokens that differs from {source}'s ({len(vocab)})"
+        )
+
+
+@torch.inference_mode()
+def mean_token_nll(model: Decoder, batcher: RecordBatcher, batch_size: int = 256) -> float:
+    """Validation NLL per supervised token (all tokens pooled)."""
+    total, count = 0.0, 0
+    for batch in batcher.epoch(batch_size):
+        nll = token_nll(model(batch), batch.y)
+        total += float(nll[batch.mask].sum())
+        count += batch.num_supervised
+    return total / count
+
+
+def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: str | Path, config: ZFreeTrainConfig, log_path=None) -> dict:
+    train, val = read_records(train_path), read_records(val_path)
+    check_same_vocab(val, train.vocab, f"train records {train.path}")
+    special = SpecialTokens.from_vocab(train.vocab)
+    train_batcher, val_batcher = RecordBatcher(train.frame, special), RecordBatcher(val.frame, special)
+    max_len = int(max(train_batcher.lengths.max(), val_batcher.lengths.max()))
+
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    decoder_config = DecoderConfig(
+        vocab_size=len(train.vocab), max_len=max_len + 16, d_model=config.d_model, n_layer=config.n_layer, n_head=config.n_head
+    )
+    model = Decoder(decoder_config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+
+    log_rows, step, tokens_seen, started = [], 0, 0, time.perf_counter()
+    while step < config.steps:
+        for batch in train_batcher.epoch(config.batch_size, rng):
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step, config)
+            nll = token_nll(model(batch), batch.y)
+            loss = nll[batch.mask].mean()
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"z-free training loss is {loss.item()} at step {step}; nothing was saved")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            step += 1
+            tokens_seen += int(train_batcher.lengths[batch.index.numpy()].sum())
+            if step % config.eval_every == 0 or step == config.steps:
+                model.eval()
+                val_nll = mean_token_nll(model, val_batcher)
+                model.train()
+                elapsed = time.perf_counter() - started
+                row = {
+                    "step": step,
+                    "train_nll": loss.item(),
+                    "val_nll": val_nll,
+                    "tokens_per_s": tokens_seen / elapsed,
+                    "elapsed_s": elapsed,
+                }
+                log_rows.append(row)
+                print(
+                    f"zfree step {step}/{config.steps} train_nll {row['train_nll']:.4f} val_nll {val_nll:.4f} "
+                    f"({row['tokens_per_s']:.0f} tok/s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if step == config.steps:
+                break
+
+    summary = {
+        "kind": "zfree",
+        "decoder_config": decoder_config.to_dict(),
+        "vocab": list(train.vocab),
+        "train_config": asdict(config),
+        "inputs": {
+            "train": str(train.path),
+            "train_sha256": sha256_file(train.path),
+            "val": str(val.path),
+            "val_sha256": sha256_file(val.path),
+        },
+        "val_nll_per_token": log_rows[-1]["val_nll"],
+        "uniform_nll_per_token": uniform_nll(len(train.vocab)),
+        "parameters": model.num_parameters(),
+        "train_tokens_per_s": log_rows[-1]["tokens_per_s"],
+    }
+    checkpoint_path = Path(checkpoint_path)
+    with atomic_path(checkpoint_path) as tmp:
+        torch.save({**summary, "state_dict": model.state_dict()}, tmp)
+    write_json(summary, checkpoint_path.with_suffix(".json"))
+    if log_path is not None:
+        with atomic_path(log_path) as tmp:
+            tmp.write_text("".join(json.dumps(row) + "\n" for row in log_rows))
+    return summary
+
+
+def load_decoder(checkpoint_path: str | Path) -> tuple[Decoder, dict]:
+    """The frozen decoder and its checkpoint dict; a clear error for anything that is not a matching checkpoint."""
+    path = Path(checkpoint_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises several unrelated types for a corrupt file
+        raise ValueError(f"checkpoint {path} could not be loaded: {err}") from err
+    missing = [key for key in CHECKPOINT_KEYS if not isinstance(checkpoint, dict) or key not in checkpoint]
+    if missing:
+        raise ValueError(f"checkpoint {path} lacks {missing}; is it a z-free checkpoint written by 'zfree train'?")
+    config = DecoderConfig(**checkpoint["decoder_config"])
+    if config.vocab_size != len(checkpoint["vocab"]):
+        raise ValueError(f"checkpoint {path}: decoder_config.vocab_size {config.vocab_size} != vocabulary size {len(checkpoint['vocab'])}")
+    model = Decoder(config)
+    try:
+        model.load_state_dict(checkpoint["state_dict"])
+    except RuntimeError as err:
+        raise ValueError(f"checkpoint {path}: weights do not match its decoder_config {config}: {err}") from err
+    model.eval().requires_grad_(False)
+    return model, checkpoint
+
+
+def score_records(checkpoint_path: str | Path, records_path: str | Path, out_path: str | Path, batch_size: int = 256) -> dict:
+    """Write b_{i,t} for every record to `out_path`; return throughput figures."""
+    model, checkpoint = load_decoder(checkpoint_path)
+    records = read_records(records_path)
+    check_same_vocab(records, checkpoint["vocab"], f"checkpoint {checkpoint_path}")
+    batcher = RecordBatcher(records.frame, SpecialTokens.from_vocab(records.vocab))
+    if batcher.lengths.max() > model.config.max_len:
+        raise RecordsError(
+            f"records file {records.path} has sequences of {batcher.lengths.max()} tokens; checkpoint max_len is {model.config.max_len}"
+        )
+
+    per_record: list[np.ndarray | None] = [None] * len(batcher)
+    computed, started = 0, time.perf_counter()
+    with torch.inference_mode():
+        for batch in batcher.epoch(batch_size):
+            nll = token_nll(model(batch), batch.y).float().numpy()
+            for row, i in enumerate(batch.index.tolist()):
+                per_record[i] = nll[row, : len(batcher.ys[i])]
+            computed += batch.num_tokens
+    elapsed = time.perf_counter() - started
+
+    frame = pd.DataFrame({"id": records.frame["id"], "n": records.frame["y_length"].astype("int32"), "token_nll": per_record})
+    provenance = {
+        "checkpoint": str(checkpoint_path),
+        "checkpoint_sha256": sha256_file(checkpoint_path),
+        "records": str(records.path),
+        "records_sha256": sha256_file(records.path),
+        "vocab": list(records.vocab),
+    }
+    write_scores(frame, out_path, split=records.split, metadata=provenance)
+    real_tokens = int(batcher.lengths.sum())
+    supervised = int(records.frame["y_length"].sum())
+    return {
+        "records": len(batcher),
+        "tokens_per_s": real_tokens / elapsed,
+        "padding_share": 1.0 - real_tokens / computed,
+        "nll_per_token": float(sum(a.sum() for a in per_record) / supervised),
+        "seconds": elapsed,
+    }
+
+
+def _add_dataclass_flags(parser: argparse.ArgumentParser, cls) -> None:
+    defaults = cls()
+    for f in fields(cls):
+        value = getattr(defaults, f.name)
+        parser.add_argument("--" + f.name.replace("_", "-"), type=type(value), default=value, help="default: %(default)s")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    train = commands.add_parser("train", help="train the z-free decoder on the train split")
+    train.add_argument("--train", required=True, help="train records parquet")
+    train.add_argument("--val", required=True, help="validation records parquet (for the reported val NLL)")
+    train.add_argument("--checkpoint", required=True, help="output .pt; a .json summary is written beside it")
+    train.add_argument("--log", default=None, help="optional JSONL training log")
+    _add_dataclass_flags(train, ZFreeTrainConfig)
+    score = commands.add_parser("score", help="write per-token NLL b_{i,t} of records with a frozen checkpoint")
+    score.add_argument("--checkpoint", required=True)
+    score.add_argument("--records", required=True, help="records parquet to score")
+    score.add_argument("--out", required=True, help="output scores parquet")
+    score.add_argument("--batch-size", type=int, default=256)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        if args.command == "train":
+            names = {f.name for f in fields(ZFreeTrainConfig)}
+            config = ZFreeTrainConfig(**{k: v for k, v in vars(args).items() if k in names})
+            summary = train_zfree(args.train, args.val, args.checkpoint, config, args.log)
+            print(
+                f"z-free val NLL {summary['val_nll_per_token']:.4f} nats/token vs uniform log V = {summary['uniform_nll_per_token']:.4f}",
+                file=sys.stderr,
+            )
+        else:
+            stats = score_records(args.checkpoint, args.records, args.out, args.batch_size)
+            print(
+                f"scored {stats['records']} records: {stats['nll_per_token']:.4f} nats/token, {stats['tokens_per_s']:.0f} tok/s, "
+                f"padding {stats['padding_share']:.1%}",
+                file=sys.stderr,
+            )
+    except (ValueError, FileNotFoundError) as err:
+        sys.exit(f"error: {err}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+import pytest
+
+from core.disentanglement.zfree import ZFreeTrainConfig, score_records, train_zfree
+from experiments.synthetic_sequences.generate import SequenceConfig, generate
+
+TINY = ZFreeTrainConfig(seed=1, steps=60, batch_size=32, eval_every=30, d_model=32, n_layer=1, n_head=2)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("data")
+    generate(SequenceConfig(seed=0, n_train=400, n_val=120, n_test=60), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained(data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("zfree")
+    summary = train_zfree(data_dir / "train.parquet", data_dir / "val.parquet", out / "model.pt", TINY, out / "log.jsonl")
+    return out, summary
+
+
+@pytest.fixture(scope="module")
+def scored(data_dir, trained, tmp_path_factory):
+    """z-free scores of the train and val splits."""
+    out = tmp_path_factory.mktemp("scores")
+    for split in ("train", "val"):
+        score_records(trained[0] / "model.pt", data_dir / f"{split}.parquet", out / f"{split}.parquet")
+    return out
