@@ -96,7 +96,7 @@ def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: s
     model = Decoder(decoder_config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
-    log_rows, step, tokens_seen, started = [], 0, 0, time.perf_counter()
+    log_rows, step, tokens_seen, eval_seconds, started = [], 0, 0, 0.0, time.perf_counter()
     while step < config.steps:
         for batch in train_batcher.epoch(config.batch_size, rng):
             for group in optimizer.param_groups:
@@ -112,15 +112,17 @@ def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: s
             step += 1
             tokens_seen += int(train_batcher.lengths[batch.index.numpy()].sum())
             if step % config.eval_every == 0 or step == config.steps:
+                eval_started = time.perf_counter()
                 model.eval()
                 val_nll = mean_token_nll(model, val_batcher)
                 model.train()
+                eval_seconds += time.perf_counter() - eval_started
                 elapsed = time.perf_counter() - started
                 row = {
                     "step": step,
                     "train_nll": loss.item(),
                     "val_nll": val_nll,
-                    "tokens_per_s": tokens_seen / elapsed,
+                    "tokens_per_s": tokens_seen / (elapsed - eval_seconds),  # training steps only
                     "elapsed_s": elapsed,
                 }
                 log_rows.append(row)
