@@ -25,6 +25,20 @@ class SequenceBatch:
     def to(self, device: torch.device | str) -> SequenceBatch:
         return SequenceBatch(*(t.to(device, non_blocking=True) for t in (self.tokens, self.y_start, self.y, self.mask, self.index)))
 
+    def repeat(self, times: int) -> SequenceBatch:
+        """The batch stacked `times` over (sample-major: row s * B + i is example i), for S latents per example."""
+        return SequenceBatch(*(t.repeat(times, *[1] * (t.dim() - 1)) for t in (self.tokens, self.y_start, self.y, self.mask, self.index)))
+
+    def sequence_mask(self) -> torch.Tensor:
+        """[B, L] bool: the real tokens <bos> x <sep> y."""
+        columns = torch.arange(self.tokens.shape[1], device=self.tokens.device)
+        return columns < (self.y_start + self.mask.sum(dim=1))[:, None]
+
+    def prompt_mask(self) -> torch.Tensor:
+        """[B, L] bool: the conditioning tokens <bos> x <sep> alone."""
+        columns = torch.arange(self.tokens.shape[1], device=self.tokens.device)
+        return columns < self.y_start[:, None]
+
     @property
     def num_tokens(self) -> int:
         """Positions the decoder computes, padding included."""

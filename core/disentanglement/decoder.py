@@ -31,32 +31,41 @@ class DecoderConfig:
         return asdict(self)
 
 
-class CausalSelfAttention(nn.Module):
-    def __init__(self, config: DecoderConfig):
+class SelfAttention(nn.Module):
+    def __init__(self, config: DecoderConfig, causal: bool):
         super().__init__()
-        self.n_head = config.n_head
+        self.n_head, self.causal = config.n_head, causal
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
         self.proj = nn.Linear(config.d_model, config.d_model)
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """key_mask [B, L] bool (True = attend) for the bidirectional encoder; causal attention needs none."""
         batch, length, width = h.shape
         q, k, v = self.qkv(h).split(width, dim=-1)
         q, k, v = (t.view(batch, length, self.n_head, width // self.n_head).transpose(1, 2) for t in (q, k, v))
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, heads, L, width/heads]
+        attn_mask = None if key_mask is None else key_mask[:, None, None, :]
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=self.causal)  # [B, heads, L, width/heads]
         return self.proj(out.transpose(1, 2).reshape(batch, length, width))
 
 
 class Block(nn.Module):
-    def __init__(self, config: DecoderConfig):
+    def __init__(self, config: DecoderConfig, causal: bool = True):
         super().__init__()
         self.ln_attn = nn.LayerNorm(config.d_model)
-        self.attn = CausalSelfAttention(config)
+        self.attn = SelfAttention(config, causal)
         self.ln_mlp = nn.LayerNorm(config.d_model)
         self.mlp = nn.Sequential(nn.Linear(config.d_model, 4 * config.d_model), nn.GELU(), nn.Linear(4 * config.d_model, config.d_model))
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        h = h + self.attn(self.ln_attn(h))
+    def forward(self, h: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        h = h + self.attn(self.ln_attn(h), key_mask)
         return h + self.mlp(self.ln_mlp(h))
+
+
+def init_weights(module: nn.Module) -> None:
+    if isinstance(module, nn.Linear | nn.Embedding):
+        nn.init.normal_(module.weight, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
 
 
 class Decoder(nn.Module):
@@ -71,38 +80,32 @@ class Decoder(nn.Module):
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
         self.ln_final = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.vocab_size)
-        self.apply(self._init_weights)
+        self.apply(init_weights)
 
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, nn.Linear | nn.Embedding):
-            nn.init.normal_(module.weight, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+    def logits_at(self, tokens: torch.Tensor, columns: torch.Tensor, latent: torch.Tensor | None = None) -> torch.Tensor:
+        """Next-token logits read at `columns` [B, C] of `tokens` [B, L]: [B, C, V]."""
+        length = tokens.shape[1]
+        if length > self.config.max_len:
+            raise ValueError(f"sequence length {length} exceeds the decoder's max_len {self.config.max_len}")
+        if (latent is None) != (self.latent_projection is None):
+            raise ValueError(
+                f"decoder built with latent_dim={self.config.latent_dim} got latent={'None' if latent is None else 'a tensor'}"
+            )
+        h = self.token_embedding(tokens) + self.position_embedding.weight[:length]
+        if latent is not None:
+            h = h + self.latent_projection(latent)[:, None, :]
+        for block in self.blocks:
+            h = block(h)
+        h = torch.gather(h, 1, columns.clamp_max(length - 1)[..., None].expand(-1, -1, h.shape[-1]))
+        return self.head(self.ln_final(h))
 
     def forward(self, batch: SequenceBatch, latent: torch.Tensor | None = None) -> torch.Tensor:
         """Logits for every y position, [B, T, V]; the prediction of y_t is read at the token before it.
 
         latent [B, latent_dim] or None; to score several latents per example, repeat the batch.
         """
-        tokens = batch.tokens
-        length = tokens.shape[1]
-        if length > self.config.max_len:
-            raise ValueError(f"sequence length {length} exceeds the decoder's max_len {self.config.max_len}")
-        h = self.token_embedding(tokens) + self.position_embedding.weight[:length]
-        if (latent is None) != (self.latent_projection is None):
-            raise ValueError(
-                f"decoder built with latent_dim={self.config.latent_dim} got latent={'None' if latent is None else 'a tensor'}"
-            )
-        if latent is not None:
-            h = h + self.latent_projection(latent)[:, None, :]
-        for block in self.blocks:
-            h = block(h)
-        # hidden state that predicts y_t sits at column y_start + t - 1; clamp keeps padded columns in range
-        steps = torch.arange(batch.y.shape[1], device=tokens.device)
-        columns = (batch.y_start[:, None] - 1 + steps).clamp_max(length - 1)  # [B, T]
-        h = torch.gather(h, 1, columns[..., None].expand(-1, -1, h.shape[-1]))
-        return self.head(self.ln_final(h))
+        steps = torch.arange(batch.y.shape[1], device=batch.tokens.device)
+        return self.logits_at(batch.tokens, batch.y_start[:, None] - 1 + steps, latent)  # padded columns are clamped
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -116,3 +119,10 @@ def token_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 def uniform_nll(vocab_size: int) -> float:
     """log V: the per-token NLL of a model that knows nothing."""
     return math.log(vocab_size)
+
+
+def decode_latents(decoder: Decoder, batch: SequenceBatch, latents: torch.Tensor) -> torch.Tensor:
+    """Logits of every y position under each of S latents per example: latents [S, B, D] -> [S, B, T, V]."""
+    samples, size = latents.shape[:2]
+    logits = decoder(batch.repeat(samples), latents.reshape(samples * size, -1))
+    return logits.view(samples, size, *logits.shape[1:])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from core.disentanglement.artifacts import atomic_path, sha256_file, write_json
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
 from core.disentanglement.decoder import Decoder, DecoderConfig, token_nll, uniform_nll
 from core.disentanglement.records import Records, RecordsError, read_records
+from core.disentanglement.schedule import warmup_cosine
 from core.disentanglement.scores import write_scores
 
 CHECKPOINT_KEYS = ("kind", "decoder_config", "state_dict", "vocab", "train_config")
@@ -53,14 +53,6 @@ class ZFreeTrainConfig:
                 raise ValueError(f"{name}: {getattr(self, name)} is not allowed; it must be >= 1")
         if not self.lr > 0:
             raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
-
-
-def learning_rate(step: int, config: ZFreeTrainConfig) -> float:
-    """Linear warm-up, then cosine decay to 10% of the peak."""
-    if step < config.warmup_steps:
-        return config.lr * (step + 1) / config.warmup_steps
-    progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
-    return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def check_same_vocab(records: Records, vocab: Sequence[str], source: str) -> None:
@@ -100,7 +92,7 @@ def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: s
     while step < config.steps:
         for batch in train_batcher.epoch(config.batch_size, rng):
             for group in optimizer.param_groups:
-                group["lr"] = learning_rate(step, config)
+                group["lr"] = warmup_cosine(step, config.lr, config.warmup_steps, config.steps)
             nll = token_nll(model(batch), batch.y)
             loss = nll[batch.mask].mean()
             if not torch.isfinite(loss):

@@ -1,0 +1,81 @@
+"""Continuous CVAE: diagonal Gaussian q(z|x,y), reparameterised samples.
+
+The encoder reads <bos> x <sep> y into (mu, log sigma^2); the prior is N(0, I)
+(`fixed`) or a learned diagonal Gaussian p(z|x) over <bos> x <sep>; the decoder gets z
+added to every input embedding. S samples per example give token_nll [S, B, T].
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+import torch
+import torch.nn as nn
+
+from core.disentanglement import auxiliary_losses
+from core.disentanglement.batching import SequenceBatch
+from core.disentanglement.cvae_output import CVAEOutput
+from core.disentanglement.decoder import Decoder, DecoderConfig, decode_latents, token_nll
+from core.disentanglement.encoder import SequenceEncoder
+
+PRIORS = ("fixed", "learned")  # fixed: N(0, I)
+
+
+@dataclass(frozen=True)
+class ContinuousCVAEConfig:
+    latent_dim: int = 8
+    prior: str = "fixed"
+    samples: int = 2
+    encoder_layers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.latent_dim < 1 or self.samples < 1:
+            raise ValueError(f"latent_dim ({self.latent_dim}) and samples ({self.samples}) must be >= 1")
+        if self.prior not in PRIORS:
+            raise ValueError(f"prior: {self.prior!r} is not allowed; allowed values: {', '.join(PRIORS)}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class ContinuousCVAE(nn.Module):
+    def __init__(self, decoder_config: DecoderConfig, config: ContinuousCVAEConfig):
+        super().__init__()
+        self.config = config
+        self.decoder = Decoder(replace(decoder_config, latent_dim=config.latent_dim))
+        self.encoder = SequenceEncoder(decoder_config, 2 * config.latent_dim, config.encoder_layers)
+        self.prior_encoder = (
+            SequenceEncoder(decoder_config, 2 * config.latent_dim, config.encoder_layers) if config.prior == "learned" else None
+        )
+
+    def posterior(self, batch: SequenceBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mu, logvar) of q(z|x,y), each [B, D]."""
+        mu, logvar = self.encoder(batch.tokens, batch.sequence_mask()).chunk(2, dim=-1)
+        return mu, logvar.clamp(-10.0, 10.0)
+
+    def prior(self, batch: SequenceBatch) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        if self.prior_encoder is None:
+            return None, None
+        mu, logvar = self.prior_encoder(batch.tokens, batch.prompt_mask()).chunk(2, dim=-1)
+        return mu, logvar.clamp(-10.0, 10.0)
+
+    def forward(self, batch: SequenceBatch, generator: torch.Generator | None = None) -> CVAEOutput:
+        mu, logvar = self.posterior(batch)
+        noise = torch.randn((self.config.samples, *mu.shape), generator=generator, device=mu.device)
+        latents = mu + (0.5 * logvar).exp() * noise  # [S, B, D]
+        logits = decode_latents(self.decoder, batch, latents)
+        nll = token_nll(logits, batch.y.expand(logits.shape[0], -1, -1))
+        return CVAEOutput(
+            token_nll=nll,
+            sample_weights=None,
+            kl=auxiliary_losses.gaussian_kl(mu, logvar, *self.prior(batch)),
+            auxiliary={
+                "posterior_variance": auxiliary_losses.posterior_variance(logvar),
+                "inter_latent_divergence": auxiliary_losses.inter_latent_divergence(logits, batch.mask),
+            },
+            posterior=mu.detach(),
+        )
+
+    def mode_latent(self, batch: SequenceBatch) -> torch.Tensor:
+        """The posterior mean, [B, D]."""
+        return self.posterior(batch)[0]

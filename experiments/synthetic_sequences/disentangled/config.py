@@ -1,0 +1,145 @@
+"""Every setting of one CVAE training run, flat so it maps one-to-one onto CLI flags and run_config.json."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from core.disentanglement.config import AggregationMode, ReconstructionConfig
+from core.disentanglement.continuous_cvae import ContinuousCVAEConfig
+from core.disentanglement.shared_discrete_cvae import DiscreteCVAEConfig
+
+MODELS = ("shared_discrete", "continuous")
+AUXILIARY_TERMS = {
+    "shared_discrete": ("posterior_entropy", "router_support", "router_marginal_kl", "inter_latent_divergence"),
+    "continuous": ("posterior_variance", "inter_latent_divergence"),
+}
+BATCHING = ("random", "bucketed")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    # inputs and output
+    train_records: str
+    val_records: str
+    test_records: str
+    train_scores: str
+    val_scores: str
+    reference: str
+    run_dir: str
+    # objective
+    model: str = "shared_discrete"
+    reconstruction_term: str = "dist"
+    reconstruction_loss_token_aggregation_mode: str = "mean"
+    token_weight_alpha: float = 0.0
+    epsilon: float = 1e-3
+    hybrid_coefficients: dict[str, float] = field(default_factory=dict)
+    reconstruction_scale: float = 1.0
+    beta: float = 1.0
+    beta_warmup_steps: int = 0
+    auxiliary_weights: dict[str, float] = field(default_factory=dict)
+    # model
+    d_model: int = 64
+    n_layer: int = 2
+    n_head: int = 4
+    encoder_layers: int = 1
+    num_codes: int = 6
+    prior: str = "fixed"  # uniform over codes / N(0, I); or "learned" p(z|x)
+    estimator: str = "enumerate"
+    gumbel_samples: int = 2
+    gumbel_temperature: float = 1.0
+    latent_dim: int = 8
+    latent_samples: int = 2
+    # optimisation
+    seed: int = 0
+    steps: int = 600
+    batch_size: int = 64
+    batching: str = "random"
+    lr: float = 2e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 50
+    grad_clip: float = 1.0
+    # bookkeeping
+    eval_every: int = 100
+    checkpoint_every: int = 100
+    log_every: int = 50
+    eval_prompts_per_code: int = 32
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"model: {self.model!r} is not allowed; allowed values: {', '.join(MODELS)}")
+        if self.batching not in BATCHING:
+            raise ValueError(f"batching: {self.batching!r} is not allowed; allowed values: {', '.join(BATCHING)}")
+        _ = (self.reconstruction, self.model_config)  # building them validates their fields
+        allowed = AUXILIARY_TERMS[self.model]
+        for name, weight in self.auxiliary_weights.items():
+            if name not in allowed:
+                raise ValueError(f"auxiliary_weights: {name!r} is not a term of model {self.model!r}; allowed values: {', '.join(allowed)}")
+            if not isinstance(weight, int | float):
+                raise ValueError(f"auxiliary_weights.{name}: {weight!r} is not a number")
+        if self.beta < 0 or self.beta_warmup_steps < 0:
+            raise ValueError(f"beta ({self.beta}) and beta_warmup_steps ({self.beta_warmup_steps}) must be >= 0")
+        for name in (
+            "steps",
+            "batch_size",
+            "eval_every",
+            "checkpoint_every",
+            "log_every",
+            "eval_prompts_per_code",
+            "d_model",
+            "n_layer",
+            "n_head",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: {getattr(self, name)} is not allowed; it must be >= 1")
+        if not self.lr > 0:
+            raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
+
+    def beta_at(self, step: int) -> float:
+        """beta, ramped linearly from 0 over the first beta_warmup_steps steps (KL annealing)."""
+        return self.beta * min(1.0, step / self.beta_warmup_steps) if self.beta_warmup_steps else self.beta
+
+    @property
+    def mode(self) -> AggregationMode:
+        return self.reconstruction.mode
+
+    @property
+    def reconstruction(self) -> ReconstructionConfig:
+        return ReconstructionConfig(
+            term=self.reconstruction_term,
+            reconstruction_loss_token_aggregation_mode=self.reconstruction_loss_token_aggregation_mode,
+            token_weight_alpha=self.token_weight_alpha,
+            epsilon=self.epsilon,
+            hybrid_coefficients=self.hybrid_coefficients,
+            reconstruction_scale=self.reconstruction_scale,
+        )
+
+    @property
+    def model_config(self) -> DiscreteCVAEConfig | ContinuousCVAEConfig:
+        if self.model == "shared_discrete":
+            return DiscreteCVAEConfig(
+                num_codes=self.num_codes,
+                prior=self.prior,
+                estimator=self.estimator,
+                gumbel_samples=self.gumbel_samples,
+                gumbel_temperature=self.gumbel_temperature,
+                encoder_layers=self.encoder_layers,
+            )
+        return ContinuousCVAEConfig(
+            latent_dim=self.latent_dim, prior=self.prior, samples=self.latent_samples, encoder_layers=self.encoder_layers
+        )
+
+    @property
+    def run_path(self) -> Path:
+        return Path(self.run_dir)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def training_settings(self) -> dict:
+        """Everything that decides the trained weights: a resumed run must match these exactly."""
+        settings = self.to_dict()
+        for bookkeeping in ("run_dir", "device", "log_every", "checkpoint_every"):
+            settings.pop(bookkeeping)
+        return settings

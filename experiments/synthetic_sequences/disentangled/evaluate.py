@@ -1,0 +1,222 @@
+"""Test-split evaluation of a trained CVAE: latent usage, strategy separation, samples per code.
+
+Everything is computed from one pass over the test records in a fixed random
+order (so "shuffle z across the batch" mixes strategies and lengths), plus
+samples from p(y|x,z) for a fixed set of test prompts under each code (the
+K codes of the discrete model; the k-means centroids of E_q[z] for the
+continuous one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.cluster import KMeans
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score, normalized_mutual_info_score
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from core.disentanglement.batching import RecordBatcher
+from core.disentanglement.decoder import token_nll
+from core.disentanglement.records import Records
+from core.disentanglement.sampling import sample_outputs
+from core.disentanglement.shared_discrete_cvae import SharedDiscreteCVAE
+from experiments.synthetic_sequences.tasks import EOS, ParseError, parse_output
+
+LENGTH_BUCKETS = 3
+
+
+@torch.inference_mode()
+def posterior_pass(model, batcher: RecordBatcher, batch_size: int, seed: int, device) -> dict:
+    """Posterior features, KL, and decoder NLL with each example's own latent and with latents shuffled."""
+    rng = np.random.default_rng([seed, 1])
+    generator = torch.Generator().manual_seed(seed)
+    order = rng.permutation(len(batcher))
+    features, logvars, rows = [], [], []
+    kl_total, own_tokens, shuffled_tokens, own_examples, shuffled_examples, supervised = 0.0, 0.0, 0.0, 0.0, 0.0, 0
+    for start in range(0, len(order), batch_size):
+        batch = batcher.batch(order[start : start + batch_size]).to(device)
+        output = model(batch)
+        rows.append(batch.index.cpu().numpy())
+        features.append(output.posterior.cpu().numpy())
+        if not isinstance(model, SharedDiscreteCVAE):
+            logvars.append(model.posterior(batch)[1].cpu().numpy())
+        kl_total += output.kl.item() * len(batch.index)
+        latent = model.mode_latent(batch)
+        shuffled = latent[torch.randperm(len(latent), generator=generator).to(device)]
+        for z, kind in ((latent, "own"), (shuffled, "shuffled")):
+            nll = torch.where(batch.mask, token_nll(model.decoder(batch, z), batch.y), 0.0)
+            if kind == "own":
+                own_tokens, own_examples = own_tokens + nll.sum().item(), own_examples + nll.sum(1).sum().item()
+            else:
+                shuffled_tokens, shuffled_examples = shuffled_tokens + nll.sum().item(), shuffled_examples + nll.sum(1).sum().item()
+        supervised += batch.num_supervised
+    index = np.concatenate(rows)
+    restore = np.argsort(index)
+    n = len(index)
+    return {
+        "features": np.concatenate(features)[restore],
+        "logvar": np.concatenate(logvars)[restore] if logvars else None,
+        "kl": kl_total / n,
+        "nll_per_token": own_tokens / supervised,
+        "shuffled_nll_per_token": shuffled_tokens / supervised,
+        "nll_per_example": own_examples / n,
+        "shuffled_nll_per_example": shuffled_examples / n,
+    }
+
+
+def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
+    return -(p * np.log(np.clip(p, 1e-12, None))).sum(axis=axis)
+
+
+def discrete_usage(q: np.ndarray) -> dict:
+    """Codes used (argmax of >= 1% of examples), perplexity exp H(q_bar), and I(x;z) = H(q_bar) - E H(q)."""
+    q_bar = q.mean(axis=0)
+    shares = np.bincount(q.argmax(axis=1), minlength=q.shape[1]) / len(q)
+    return {
+        "codes_used": int((shares >= 0.01).sum()),
+        "code_perplexity": float(np.exp(entropy(q_bar))),
+        "mutual_information": float(entropy(q_bar) - entropy(q).mean()),
+        "code_shares": shares.round(4).tolist(),
+    }
+
+
+def continuous_usage(mu: np.ndarray, logvar: np.ndarray, seed: int) -> dict:
+    """Active units (Cov_x(E_q[z]) diagonal > 0.01) and a Monte Carlo I(x;z) with the test set as aggregate posterior."""
+    rng = np.random.default_rng(seed)
+    z = mu + np.exp(0.5 * logvar) * rng.standard_normal(mu.shape)  # [N, D], one draw per example
+
+    def log_q(z_rows, mu_rows, logvar_rows):  # log N(z | mu, diag exp(logvar)), broadcast over leading dims
+        return -0.5 * (((z_rows - mu_rows) ** 2) / np.exp(logvar_rows) + logvar_rows + math.log(2 * math.pi)).sum(-1)
+
+    own = log_q(z, mu, logvar)  # [N]
+    cross = log_q(z[:, None, :], mu[None, :, :], logvar[None, :, :])  # [N, N]: log q(z_i | x_j)
+    log_aggregate = np.logaddexp.reduce(cross, axis=1) - math.log(len(mu))
+    return {
+        "active_units": int((mu.var(axis=0) > 0.01).sum()),
+        "mutual_information": float((own - log_aggregate).mean()),
+    }
+
+
+def probe_accuracy(features: np.ndarray, labels: np.ndarray, seed: int) -> float | None:
+    """Held-out accuracy of a linear probe (logistic regression, stratified k-fold, k <= 5)."""
+    counts = Counter(labels)
+    folds = min(5, min(counts.values()))
+    if len(counts) < 2 or folds < 2:
+        return None
+    probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))  # scaled: near-uniform q still differs
+    cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    return float(cross_val_score(probe, features, labels, cv=cv).mean())
+
+
+def separation(assigned: np.ndarray, features: np.ndarray, strategy: np.ndarray, seed: int) -> dict:
+    if len(set(strategy)) < 2:
+        return {"n": len(strategy), "nmi": None, "ami": None, "ari": None, "probe_accuracy": None}
+    return {
+        "n": len(strategy),
+        "nmi": float(normalized_mutual_info_score(strategy, assigned)),
+        "ami": float(adjusted_mutual_info_score(strategy, assigned)),
+        "ari": float(adjusted_rand_score(strategy, assigned)),
+        "probe_accuracy": probe_accuracy(features, strategy, seed),
+    }
+
+
+def separation_report(assigned: np.ndarray, features: np.ndarray, frame: pd.DataFrame, seed: int) -> dict:
+    """Strategy separation overall, within each task, within y-length buckets, and against shuffled labels."""
+    strategy = frame["strategy"].to_numpy()
+    buckets = pd.qcut(frame["y_length"], LENGTH_BUCKETS, duplicates="drop")
+    shuffled = np.random.default_rng([seed, 2]).permutation(strategy)
+    return {
+        "overall": separation(assigned, features, strategy, seed),
+        "shuffled_label_baseline": {
+            "nmi": float(normalized_mutual_info_score(shuffled, assigned)),
+            "ami": float(adjusted_mutual_info_score(shuffled, assigned)),
+        },
+        "within_task": {
+            task: separation(assigned[rows], features[rows], strategy[rows], seed) for task, rows in frame.groupby("task").indices.items()
+        },
+        "within_length_bucket": {
+            f"y_length {interval.left:.0f}-{interval.right:.0f}": separation(assigned[rows], features[rows], strategy[rows], seed)
+            for interval, rows in frame.groupby(buckets, observed=True).indices.items()
+        },
+    }
+
+
+def sample_report(model, latents: torch.Tensor, records: Records, batcher: RecordBatcher, prompts: int, seed: int, device) -> dict:
+    """Per code: samples of y for the same test prompts; parse rate, answer accuracy, strategy consistency."""
+    frame = records.frame
+    chosen = np.sort(np.random.default_rng([seed, 3]).choice(len(frame), size=min(prompts, len(frame)), replace=False))
+    batch = batcher.batch(chosen).to(device)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    max_new = int(frame["y_length"].max()) + 8
+    eos = records.token_id(EOS)
+    per_code = []
+    for code, latent in enumerate(latents):
+        outputs = sample_outputs(
+            model.decoder, batch, latent.expand(len(chosen), -1), eos_id=eos, max_new_tokens=max_new, generator=generator
+        )
+        parsed, correct = [], 0
+        for row, y in zip(chosen, outputs, strict=True):
+            try:
+                result = parse_output(frame["task"].iat[row], [records.vocab[t] for t in y])
+            except ParseError:
+                continue
+            parsed.append(result.strategy)
+            correct += result.answer == frame["answer"].iat[row]
+        counts = Counter(parsed)
+        majority, majority_count = counts.most_common(1)[0] if counts else (None, 0)
+        per_code.append(
+            {
+                "code": code,
+                "parse_rate": len(parsed) / len(chosen),
+                "answer_accuracy": correct / len(chosen),
+                "majority_strategy": majority,
+                "strategy_consistency": majority_count / len(parsed) if parsed else None,
+                "strategies": dict(counts),
+            }
+        )
+    consistent = [c["strategy_consistency"] for c in per_code if c["strategy_consistency"] is not None]
+    return {
+        "prompts": len(chosen),
+        "per_code": per_code,
+        "parse_rate": float(np.mean([c["parse_rate"] for c in per_code])),
+        "answer_accuracy": float(np.mean([c["answer_accuracy"] for c in per_code])),
+        "strategy_consistency": float(np.mean(consistent)) if consistent else None,
+    }
+
+
+def evaluate(model, records: Records, batcher: RecordBatcher, *, seed: int, prompts_per_code: int, batch_size: int, device) -> dict:
+    model.eval()
+    passed = posterior_pass(model, batcher, batch_size, seed, device)
+    features = passed["features"]
+    num_strategies = records.frame["strategy"].nunique()
+    if isinstance(model, SharedDiscreteCVAE):
+        usage = discrete_usage(features)
+        assigned = features.argmax(axis=1)
+        latents = model.codes(torch.arange(model.config.num_codes, device=device))
+    else:
+        usage = continuous_usage(features, passed["logvar"], seed)
+        kmeans = KMeans(n_clusters=num_strategies, n_init=10, random_state=seed).fit(features)
+        assigned = kmeans.labels_
+        latents = torch.as_tensor(kmeans.cluster_centers_, dtype=torch.float32, device=device)
+    latent_usage = {
+        "kl": passed["kl"],
+        **usage,
+        "nll_per_token": passed["nll_per_token"],
+        "shuffled_z_nll_per_token": passed["shuffled_nll_per_token"],
+        "shuffled_z_nll_rise_per_token": passed["shuffled_nll_per_token"] - passed["nll_per_token"],
+        "shuffled_z_nll_rise_per_example": passed["shuffled_nll_per_example"] - passed["nll_per_example"],
+    }
+    return {
+        "split": records.split,
+        "records": len(records),
+        "latent_usage": latent_usage,
+        "strategy_separation": separation_report(assigned, features, records.frame, seed),
+        "samples": sample_report(model, latents, records, batcher, prompts_per_code, seed, device),
+    }

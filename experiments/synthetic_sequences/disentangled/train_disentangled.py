@@ -1,0 +1,431 @@
+"""Train one CVAE run on synthetic sequences and evaluate it on the test split.
+
+    python -m experiments.synthetic_sequences.disentangled.train_disentangled \\
+        --train-records results/data/train.parquet --val-records results/data/val.parquet \\
+        --test-records results/data/test.parquet --train-scores results/zfree/scores/train.parquet \\
+        --val-scores results/zfree/scores/val.parquet --reference results/reference/sum.json \\
+        --reconstruction-loss-token-aggregation-mode sum --reconstruction-term dist \\
+        --run-dir results/runs/demo/dist_sum_0/seed0
+
+Before any compute, the reference artifact must carry the run's mode and the
+sha256 of the validation scores it is given. The run directory receives
+run_config.json, metadata.json, metrics.jsonl (train steps and validation
+evaluations), model.pt and eval.json. A partial run leaves resume.pt, which is
+written every --checkpoint-every steps and on SIGTERM / SIGUSR1 (what Slurm
+sends before a time limit); restarting with the same run directory and
+settings resumes from it and ends with the same numbers as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import MISSING, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from core.disentanglement.artifacts import atomic_path, sha256_file, write_json
+from core.disentanglement.batching import RecordBatcher, SpecialTokens, bucketed_batches
+from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
+from core.disentanglement.continuous_cvae import ContinuousCVAE
+from core.disentanglement.decoder import DecoderConfig
+from core.disentanglement.records import Records, RecordsError, read_records
+from core.disentanglement.reference import read_reference
+from core.disentanglement.schedule import warmup_cosine
+from core.disentanglement.scores import read_scores
+from core.disentanglement.shared_discrete_cvae import SharedDiscreteCVAE
+from experiments.synthetic_sequences.disentangled.config import AUXILIARY_TERMS, BATCHING, MODELS, TrainConfig
+from experiments.synthetic_sequences.disentangled.evaluate import evaluate
+from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLoss, objective, train_step
+
+RESUME_FILE = "resume.pt"
+EVAL_BATCH = 128
+
+HELP = {
+    "train_records": "train split records parquet",
+    "val_records": "validation split records parquet",
+    "test_records": "test split records parquet (evaluation only)",
+    "train_scores": "z-free scores b_{i,t} of the train split",
+    "val_scores": "z-free scores of the validation split; must be the ones the reference was built from",
+    "reference": "c_base artifact (reference/{mode}.json) built in the run's own aggregation mode",
+    "run_dir": "output folder of this run",
+    "model": f"CVAE family ({', '.join(MODELS)})",
+    "reconstruction_term": f"optimised reconstruction term ({', '.join(OPTIMISABLE_TERMS)})",
+    "reconstruction_loss_token_aggregation_mode": "A_mean (per-example token mean) or A_sum (per-example token sum); "
+    "the batch reduction is the example mean either way",
+    "token_weight_alpha": "power of the z-free NLL in the token weights (tok, tokcc, tokinv); 0 = uniform",
+    "epsilon": "ex-term denominator offset, in the selected mode's units (nats/token for mean, nats/example for sum)",
+    "hybrid_coefficients": "for --reconstruction-term hybrid: weighted terms, e.g. tokcc=0.5,dist=0.5",
+    "reconstruction_scale": "multiplier of the reconstruction term (the scale control: mean mode x mean token count)",
+    "beta": "weight of KL(q(z|x,y) || p(z|x)) (the balance control: sum mode with beta x mean token count)",
+    "beta_warmup_steps": "ramp beta linearly from 0 over this many steps (KL annealing; 0 = off)",
+    "auxiliary_weights": "weights of auxiliary terms, added to the loss as given (negative to encourage), e.g. router_marginal_kl=0.1; "
+    + "; ".join(f"{model}: {', '.join(names)}" for model, names in AUXILIARY_TERMS.items()),
+    "num_codes": "discrete model: number of codes K shared across tasks",
+    "prior": "fixed (uniform codes / N(0, I)) or learned p(z|x)",
+    "estimator": "discrete model: enumerate all K codes exactly, or gumbel (straight-through samples)",
+    "latent_dim": "continuous model: latent dimensions",
+    "latent_samples": "continuous model: reparameterised samples per example",
+    "batching": f"training batches ({', '.join(BATCHING)}); bucketed pads less but makes batch-marginal terms see one length range",
+    "device": "cpu, cuda, or auto (cuda when available)",
+}
+
+
+def parse_pairs(text: str) -> dict[str, float]:
+    """'a=0.5,b=1' -> {'a': 0.5, 'b': 1.0}."""
+    pairs = {}
+    for item in filter(None, text.split(",")):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"{item!r} is not name=value")
+        try:
+            pairs[name.strip()] = float(value)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"{item!r}: {value!r} is not a number") from err
+    return pairs
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    for f in fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        required = f.default is MISSING and f.default_factory is MISSING
+        default = None if required else (f.default if f.default is not MISSING else f.default_factory())
+        help_text = HELP.get(f.name, "") + ("" if required else " (default: %(default)s)")
+        kwargs = {"required": required, "default": default, "help": help_text.strip()}
+        if f.name == "reconstruction_loss_token_aggregation_mode":
+            kwargs["choices"] = AGGREGATION_MODES
+        elif f.name in ("model", "estimator", "batching", "reconstruction_term"):
+            kwargs["choices"] = {"model": MODELS, "estimator": ("enumerate", "gumbel"), "batching": BATCHING}.get(f.name, OPTIMISABLE_TERMS)
+        if isinstance(default, dict):
+            kwargs["type"] = parse_pairs
+            kwargs["default"] = {}
+        elif default is not None:
+            kwargs["type"] = type(default)
+        parser.add_argument(flag, **kwargs)
+    return parser
+
+
+def parse_config(argv: Sequence[str] | None = None) -> tuple[TrainConfig, int | None]:
+    parser = build_parser()
+    args = vars(parser.parse_args(argv))
+    threads = args.pop("threads")
+    try:
+        return TrainConfig(**args), threads
+    except ValueError as err:
+        parser.error(str(err))
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def aligned_base_nll(records: Records, scores_path: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """b [N, T] and its mask for `records`, after checking the scores are of exactly these records."""
+    scores = read_scores(scores_path)
+    if scores.frame["id"].tolist() != records.frame["id"].tolist():
+        raise RecordsError(f"scores file {scores.path} does not hold the records of {records.path} in the same order")
+    return scores.padded(dtype=torch.float32)
+
+
+def load_inputs(config: TrainConfig) -> dict:
+    """Every input, checked, before any training: the reference first, since it is the cheapest to refuse."""
+    for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference"):
+        if not Path(getattr(config, name)).is_file():
+            raise FileNotFoundError(f"{name}: {getattr(config, name)} does not exist")
+    reference = read_reference(config.reference, mode=config.mode, scores_path=config.val_scores)
+    splits = {split: read_records(getattr(config, f"{split}_records")) for split in ("train", "val", "test")}
+    for split in ("val", "test"):
+        if splits[split].vocab != splits["train"].vocab:
+            raise RecordsError(f"records file {splits[split].path} uses another vocabulary than {splits['train'].path}")
+    special = SpecialTokens.from_vocab(splits["train"].vocab)
+    return {
+        "reference": reference,
+        "records": splits,
+        "batchers": {split: RecordBatcher(records.frame, special) for split, records in splits.items()},
+        "base": {split: aligned_base_nll(splits[split], getattr(config, f"{split}_scores")) for split in ("train", "val")},
+    }
+
+
+def build_model(config: TrainConfig, vocab_size: int, max_len: int) -> torch.nn.Module:
+    decoder_config = DecoderConfig(
+        vocab_size=vocab_size, max_len=max_len, d_model=config.d_model, n_layer=config.n_layer, n_head=config.n_head
+    )
+    model_cls = SharedDiscreteCVAE if config.model == "shared_discrete" else ContinuousCVAE
+    return model_cls(decoder_config, config.model_config)
+
+
+# ---------------------------------------------------------------- schedule and state
+
+
+class BatchSchedule:
+    """The batch of every step, a pure function of (seed, step): a resumed run sees the same batches."""
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, batching: str):
+        self.lengths, self.batch_size, self.seed, self.batching = lengths, batch_size, seed, batching
+        self.per_epoch = -(-len(lengths) // batch_size)
+        self._epoch, self._batches = None, None
+
+    def __call__(self, step: int) -> np.ndarray:
+        epoch = step // self.per_epoch
+        if epoch != self._epoch:
+            rng = np.random.default_rng([self.seed, epoch])
+            if self.batching == "bucketed":
+                self._batches = bucketed_batches(self.lengths, self.batch_size, rng)
+            else:
+                order = rng.permutation(len(self.lengths))
+                self._batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+            self._epoch = epoch
+        return self._batches[step % self.per_epoch]
+
+
+def step_generator(seed: int, step: int, device) -> torch.Generator:
+    """Sampling noise (Gumbel, reparameterisation) of one step, reproducible from (seed, step) alone."""
+    return torch.Generator(device=device).manual_seed(seed * 1_000_003 + step)
+
+
+class StopRequested:
+    """Turns SIGTERM / SIGUSR1 into a flag the loop checks after each step."""
+
+    def __init__(self):
+        self.signal: int | None = None
+        for signum in (signal.SIGTERM, signal.SIGUSR1):
+            signal.signal(signum, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.signal = signum
+
+
+def save_resume(path: Path, model, optimizer, step: int, rows: list[dict], config: TrainConfig) -> None:
+    state = {
+        "step": step,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "rows": rows,
+        "settings": config.training_settings(),
+    }
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def load_resume(path: Path, config: TrainConfig) -> dict | None:
+    if not path.is_file():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    if state["settings"] != config.training_settings():
+        changed = sorted(k for k in state["settings"] if state["settings"][k] != config.training_settings().get(k))
+        raise ValueError(f"{path} belongs to a run with other settings ({', '.join(changed)}); delete it or use another --run-dir")
+    return state
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def git_commit() -> str:
+    try:
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).parent
+            ).stdout.strip()
+            or "unknown"
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+# ---------------------------------------------------------------- evaluation on validation
+
+
+@torch.inference_mode()
+def validation_metrics(model, batcher: RecordBatcher, base: tuple[torch.Tensor, torch.Tensor], settings: dict, seed: int, device) -> dict:
+    """The training objective's parts on the whole validation split, example-weighted over batches."""
+    model.eval()
+    base_nll, base_mask = base
+    totals: dict[str, float] = {}
+    count, minimum = 0, float("inf")
+    for i, index in enumerate(bucketed_batches(batcher.lengths, EVAL_BATCH)):
+        batch = batcher.batch(index).to(device)
+        b = base_nll[index, : batch.mask.shape[1]].to(device)
+        _, metrics = objective(model(batch, step_generator(seed, -1 - i, device)), b, batch.mask, **settings)
+        for name, value in metrics.items():
+            if value is not None and name not in ("tokens_min", "tokens_max", "base_aggregate_min"):
+                totals[name] = totals.get(name, 0.0) + value * len(index)
+        minimum = min(minimum, metrics["base_aggregate_min"])
+        count += len(index)
+    counts = base_mask.sum(dim=1).float()
+    result = {name: value / count for name, value in totals.items()}
+    beta_kl = result["beta_kl"]
+    recon = settings["reconstruction"].reconstruction_scale * result["reconstruction_objective"]
+    result["reconstruction_to_kl"] = recon / beta_kl if beta_kl > 0 else None
+    result.update(
+        tokens_mean=counts.mean().item(), tokens_min=counts.min().item(), tokens_max=counts.max().item(), base_aggregate_min=minimum
+    )
+    return result
+
+
+# ---------------------------------------------------------------- the run
+
+
+def train(config: TrainConfig) -> dict:
+    device = torch.device(
+        "cuda" if config.device == "auto" and torch.cuda.is_available() else ("cpu" if config.device == "auto" else config.device)
+    )
+    inputs = load_inputs(config)
+    run_dir = config.run_path
+    run_dir.mkdir(parents=True, exist_ok=True)
+    resume_path = run_dir / RESUME_FILE
+    resumed = load_resume(resume_path, config)
+
+    torch.manual_seed(config.seed)
+    batchers = inputs["batchers"]
+    max_len = int(max(b.lengths.max() for b in batchers.values())) + 16
+    model = build_model(config, len(inputs["records"]["train"].vocab), max_len).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    start_step, rows = 0, []
+    if resumed is not None:
+        model.load_state_dict(resumed["model"])
+        optimizer.load_state_dict(resumed["optimizer"])
+        start_step, rows = resumed["step"], resumed["rows"]
+        print(f"resuming {run_dir} from step {start_step}", file=sys.stderr, flush=True)
+
+    reference = inputs["reference"]
+    write_json(config.to_dict(), run_dir / "run_config.json")
+    metadata = {
+        "reconstruction_loss_token_aggregation_mode": config.mode.value,
+        "reference": {
+            "path": config.reference,
+            "sha256": sha256_file(config.reference),
+            "mode": reference["mode"],
+            "c_base": reference["c_base"],
+        },
+        "inputs_sha256": {
+            name: sha256_file(getattr(config, name))
+            for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores")
+        },
+        "git_commit": git_commit(),
+        "torch": torch.__version__,
+        "seed": config.seed,
+        "device": str(device),
+        "started": now(),
+        "resumed_from_step": start_step or None,
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
+    write_json(metadata, run_dir / "metadata.json")
+
+    settings = {
+        "reconstruction": config.reconstruction,
+        "c_base": reference["c_base"],
+        "beta": config.beta,
+        "auxiliary_weights": config.auxiliary_weights,
+    }
+    train_batcher = batchers["train"]
+    train_base, _ = inputs["base"]["train"]
+    schedule = BatchSchedule(train_batcher.lengths, config.batch_size, config.seed, config.batching)
+    stop = StopRequested()
+    started, step = time.perf_counter(), start_step
+    last_saved = start_step if resumed is not None else None
+    while step < config.steps:
+        index = schedule(step)
+        batch = train_batcher.batch(index).to(device)
+        for group in optimizer.param_groups:
+            group["lr"] = warmup_cosine(step, config.lr, config.warmup_steps, config.steps)
+        settings["beta"] = config.beta_at(step)
+        try:
+            metrics = train_step(
+                model,
+                optimizer,
+                batch,
+                train_base[index, : batch.mask.shape[1]].to(device),
+                generator=step_generator(config.seed, step, device),
+                grad_clip=config.grad_clip,
+                **settings,
+            )
+        except NonFiniteLoss as err:
+            kept = (
+                f"the last good state (step {last_saved}) is kept in {resume_path}"
+                if last_saved is not None
+                else "no checkpoint was written yet"
+            )
+            raise NonFiniteLoss(f"step {step}: {err}; {kept}") from err
+        step += 1
+        rows.append({"split": "train", "step": step, "lr": optimizer.param_groups[0]["lr"], "beta": settings["beta"], **metrics})
+        if step % config.log_every == 0 or step == config.steps:
+            rate = (step - start_step) / (time.perf_counter() - started)
+            print(
+                f"step {step}/{config.steps} loss {metrics['loss']:.4f} recon[{config.mode}] {metrics['reconstruction_loss']:.4f} "
+                f"kl {metrics['kl']:.4f} ({rate:.1f} steps/s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        if step % config.eval_every == 0 or step == config.steps:
+            rows.append(
+                {
+                    "split": "val",
+                    "step": step,
+                    **validation_metrics(model, batchers["val"], inputs["base"]["val"], settings, config.seed, device),
+                }
+            )
+        if step % config.checkpoint_every == 0 or stop.signal is not None:
+            save_resume(resume_path, model, optimizer, step, rows, config)
+            write_rows(run_dir / "metrics.jsonl", rows)
+            last_saved = step
+        if stop.signal is not None and step < config.steps:
+            print(
+                f"received signal {stop.signal} at step {step}: state saved to {resume_path}; rerun to resume", file=sys.stderr, flush=True
+            )
+            sys.exit(128 + stop.signal)
+
+    evaluation = evaluate(
+        model,
+        inputs["records"]["test"],
+        batchers["test"],
+        seed=config.seed,
+        prompts_per_code=config.eval_prompts_per_code,
+        batch_size=EVAL_BATCH,
+        device=device,
+    )
+    evaluation.update(
+        model=config.model, reconstruction_term=config.reconstruction_term, reconstruction_loss_token_aggregation_mode=config.mode.value
+    )
+    with atomic_path(run_dir / "model.pt") as tmp:
+        torch.save({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": max_len}, tmp)
+    write_rows(run_dir / "metrics.jsonl", rows)
+    write_json({**metadata, "finished": now()}, run_dir / "metadata.json")
+    write_json(evaluation, run_dir / "eval.json")
+    resume_path.unlink(missing_ok=True)
+    return evaluation
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    config, threads = parse_config(argv)
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        evaluation = train(config)
+    except (ValueError, FileNotFoundError, NonFiniteLoss) as err:
+        sys.exit(f"error: {err}")
+    overall = evaluation["strategy_separation"]["overall"]
+    baseline = evaluation["strategy_separation"]["shuffled_label_baseline"]
+    print(
+        f"test: strategy NMI {overall['nmi']:.3f} (shuffled labels {baseline['nmi']:.3f}), probe accuracy {overall['probe_accuracy']:.3f}, "
+        f"KL {evaluation['latent_usage']['kl']:.3f}, samples parse {evaluation['samples']['parse_rate']:.2f}",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()

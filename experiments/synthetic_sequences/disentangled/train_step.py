@@ -1,0 +1,83 @@
+"""One CVAE objective and one optimisation step.
+
+    loss = reconstruction_scale * L_term^a  +  beta * KL  +  sum_k w_k * aux_k
+
+L_term^a is the selected reconstruction term in the selected aggregation mode
+a (the only place the mode enters); KL and the auxiliary terms never see it.
+An auxiliary weight is added as given, so a term to be encouraged (posterior
+entropy, inter-latent divergence) takes a negative weight.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from core.disentanglement.config import RECONSTRUCTION_TERMS, ReconstructionConfig
+from core.disentanglement.cvae_output import CVAEOutput
+from core.disentanglement.losses import hybrid_term, reconstruction_terms
+
+
+class NonFiniteLoss(FloatingPointError):
+    """The objective became NaN or inf; training stops and the last good checkpoint is kept."""
+
+
+def objective(
+    output: CVAEOutput,
+    base_nll: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    reconstruction: ReconstructionConfig,
+    c_base: float,
+    beta: float,
+    auxiliary_weights: dict[str, float],
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The scalar loss and its logged parts (plain floats)."""
+    terms = reconstruction_terms(
+        output.token_nll,
+        base_nll,
+        mask,
+        mode=reconstruction.mode,
+        alpha=reconstruction.token_weight_alpha,
+        c_base=c_base,
+        epsilon=reconstruction.epsilon,
+        sample_weights=output.sample_weights,
+    )
+    optimised = hybrid_term(terms, reconstruction.hybrid_coefficients) if reconstruction.term == "hybrid" else terms[reconstruction.term]
+    scaled_reconstruction = reconstruction.reconstruction_scale * optimised
+    beta_kl = beta * output.kl
+    loss = scaled_reconstruction + beta_kl
+    for name, weight in auxiliary_weights.items():
+        loss = loss + weight * output.auxiliary[name]
+
+    counts = mask.sum(dim=1).float()
+    beta_kl_value = beta_kl.item()
+    metrics = {
+        "loss": loss.item(),
+        "reconstruction_loss": terms["raw"].item(),  # L_raw^a whatever term is optimised
+        "reconstruction_objective": optimised.item(),
+        **{f"recon_{name}": terms[name].item() for name in RECONSTRUCTION_TERMS},
+        "kl": output.kl.item(),
+        "beta_kl": beta_kl_value,
+        "reconstruction_to_kl": scaled_reconstruction.item() / beta_kl_value if beta_kl_value > 0 else None,
+        **{name: value.item() for name, value in output.auxiliary.items()},
+        "tokens_mean": counts.mean().item(),
+        "tokens_min": counts.min().item(),
+        "tokens_max": counts.max().item(),
+        "base_aggregate_min": terms["base_aggregate_min"].item(),
+    }
+    return loss, metrics
+
+
+def train_step(model, optimizer, batch, base_nll, *, generator, grad_clip: float, **objective_settings) -> dict[str, float]:
+    """Forward, objective, backward and an optimiser step; raises NonFiniteLoss before touching the weights."""
+    model.train()
+    loss, metrics = objective(model(batch, generator), base_nll, batch.mask, **objective_settings)
+    if not math.isfinite(metrics["loss"]):
+        raise NonFiniteLoss(f"loss is {metrics['loss']} (reconstruction {metrics['reconstruction_objective']}, kl {metrics['kl']})")
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip).item()
+    optimizer.step()
+    return metrics

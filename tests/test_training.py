@@ -1,0 +1,218 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from core.disentanglement.batching import RecordBatcher, SpecialTokens
+from core.disentanglement.config import ReconstructionConfig
+from core.disentanglement.decoder import DecoderConfig
+from core.disentanglement.records import read_records
+from core.disentanglement.reference import main as reference_main
+from core.disentanglement.scores import read_scores
+from experiments.synthetic_sequences.disentangled.train_disentangled import RESUME_FILE, build_model, main, parse_config
+from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLoss, objective, train_step
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_MODEL = ["--d-model", "32", "--n-layer", "1", "--n-head", "2", "--num-codes", "3", "--latent-dim", "3", "--batch-size", "32"]
+FAST = ["--eval-prompts-per-code", "4", "--eval-every", "10", "--log-every", "1", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def references(scored, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    for mode in ("mean", "sum"):
+        reference_main(["--scores", str(scored / "val.parquet"), "--mode", mode, "--out", str(out / f"{mode}.json")])
+    return out
+
+
+@pytest.fixture(scope="module")
+def io_flags(data_dir, scored, references):
+    def flags(mode, run_dir, reference_mode=None):
+        return [
+            *("--train-records", str(data_dir / "train.parquet"), "--val-records", str(data_dir / "val.parquet")),
+            *("--test-records", str(data_dir / "test.parquet"), "--train-scores", str(scored / "train.parquet")),
+            *("--val-scores", str(scored / "val.parquet"), "--reference", str(references / f"{reference_mode or mode}.json")),
+            *("--reconstruction-loss-token-aggregation-mode", mode, "--run-dir", str(run_dir)),
+        ]
+
+    return flags
+
+
+@pytest.fixture(scope="module")
+def batch_and_base(data_dir, scored):
+    records = read_records(data_dir / "train.parquet")
+    batcher = RecordBatcher(records.frame, SpecialTokens.from_vocab(records.vocab))
+    index = list(range(24))
+    batch = batcher.batch(index)
+    base, _ = read_scores(scored / "train.parquet").padded(dtype=torch.float32)
+    return batch, base[index, : batch.mask.shape[1]], len(records.vocab)
+
+
+def tiny_model(model, vocab_size, **overrides):
+    config, _ = parse_config(
+        ["--train-records", "a", "--val-records", "b", "--test-records", "c", "--train-scores", "d", "--val-scores", "e"]
+        + ["--reference", "f", "--run-dir", "g", "--model", model, *TINY_MODEL[:-2]]
+    )
+    torch.manual_seed(0)
+    return build_model(config, vocab_size, 96)
+
+
+SETTINGS = {"c_base": 1.3, "beta": 0.7, "auxiliary_weights": {}}
+
+
+@pytest.mark.parametrize("model_name", ["shared_discrete", "continuous"])
+def test_mode_flips_only_the_reconstruction_family(batch_and_base, model_name):
+    batch, base, vocab_size = batch_and_base
+    model = tiny_model(model_name, vocab_size)
+    output = model(batch, torch.Generator().manual_seed(0))
+    results = {}
+    for mode in ("mean", "sum"):
+        reconstruction = ReconstructionConfig(term="tokcc", reconstruction_loss_token_aggregation_mode=mode, token_weight_alpha=1.0)
+        results[mode] = objective(output, base, batch.mask, reconstruction=reconstruction, **SETTINGS)[1]
+    auxiliary = ["kl", "beta_kl", *output.auxiliary]
+    assert {k: results["mean"][k] for k in auxiliary} == {k: results["sum"][k] for k in auxiliary}
+    assert results["sum"]["reconstruction_loss"] > 2 * results["mean"]["reconstruction_loss"]
+    assert results["mean"]["tokens_mean"] == results["sum"]["tokens_mean"]
+
+
+@pytest.mark.parametrize("mode", ["mean", "sum"])
+@pytest.mark.parametrize("model_name", ["shared_discrete", "continuous"])
+def test_alpha_zero_gives_tok_raw_and_tokcc_dist_the_same_loss(batch_and_base, mode, model_name):
+    batch, base, vocab_size = batch_and_base
+    model = tiny_model(model_name, vocab_size)
+    output = model(batch, torch.Generator().manual_seed(0))
+    losses = {}
+    for term in ("raw", "tok", "dist", "tokcc"):
+        reconstruction = ReconstructionConfig(term=term, reconstruction_loss_token_aggregation_mode=mode, token_weight_alpha=0.0)
+        losses[term] = objective(output, base, batch.mask, reconstruction=reconstruction, **SETTINGS)[0].item()
+    assert losses["tok"] == pytest.approx(losses["raw"], rel=1e-6)
+    assert losses["tokcc"] == pytest.approx(losses["dist"], rel=1e-6)
+
+
+def test_non_finite_loss_stops_before_the_weights_change(batch_and_base):
+    batch, base, vocab_size = batch_and_base
+    model = tiny_model("shared_discrete", vocab_size)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    optimizer = torch.optim.AdamW(model.parameters())
+    poisoned = base.clone()
+    poisoned[batch.mask] = float("nan")
+    reconstruction = ReconstructionConfig(term="ex")
+    with pytest.raises(NonFiniteLoss, match="loss is nan"):
+        train_step(model, optimizer, batch, poisoned, generator=None, grad_clip=1.0, reconstruction=reconstruction, **SETTINGS)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_trainer_refuses_a_reference_of_the_other_mode(io_flags, tmp_path):
+    with pytest.raises(SystemExit, match="built in mode 'mean' but the run uses mode 'sum'"):
+        main([*io_flags("sum", tmp_path / "run", reference_mode="mean"), *TINY_MODEL, "--steps", "2"])
+    assert not (tmp_path / "run").exists()
+
+
+def test_trainer_refuses_a_reference_built_from_other_scores(io_flags, scored, tmp_path):
+    flags = io_flags("mean", tmp_path / "run")
+    flags[flags.index("--val-scores") + 1] = str(scored / "train.parquet")
+    with pytest.raises(SystemExit, match="came from scores with sha256 .* but the run was given .*train.parquet"):
+        main([*flags, *TINY_MODEL, "--steps", "2"])
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--reconstruction-loss-token-aggregation-mode", "Sum"], "--reconstruction-loss-token-aggregation-mode: invalid choice: 'Sum'"),
+        (["--reconstruction-term", "dist", "--token-weight-alpha", "1"], "token_weight_alpha: 1.0 has no effect on term 'dist'"),
+        (["--auxiliary-weights", "posterior_variance=1"], "'posterior_variance' is not a term of model 'shared_discrete'"),
+        (["--reconstruction-term", "hybrid", "--hybrid-coefficients", "kl=1"], "unknown term 'kl'"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_field(io_flags, tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit):
+        main([*io_flags("mean", tmp_path / "run"), *flags])
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_name", ["shared_discrete", "continuous"])
+def test_short_run_writes_every_artifact(io_flags, tmp_path, model_name):
+    run = tmp_path / "run"
+    main([*io_flags("sum", run), *TINY_MODEL, *FAST, "--model", model_name, "--steps", "12", "--reconstruction-term", "tokcc"])
+    run_config = json.loads((run / "run_config.json").read_text())
+    metadata = json.loads((run / "metadata.json").read_text())
+    evaluation = json.loads((run / "eval.json").read_text())
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert run_config["reconstruction_loss_token_aggregation_mode"] == "sum" and run_config["model"] == model_name
+    assert metadata["reconstruction_loss_token_aggregation_mode"] == "sum" and metadata["reference"]["mode"] == "sum"
+    assert {"git_commit", "torch", "seed", "started", "finished", "device"} <= metadata.keys()
+    assert evaluation["reconstruction_loss_token_aggregation_mode"] == "sum"
+    assert [r["step"] for r in rows if r["split"] == "train"] == list(range(1, 13))
+    assert [r["step"] for r in rows if r["split"] == "val"] == [10, 12]
+    for row in rows:
+        assert {"reconstruction_loss", "reconstruction_objective", "kl", "beta_kl", "tokens_mean", "tokens_min", "tokens_max"} <= row.keys()
+        assert "base_aggregate_min" in row and "reconstruction_to_kl" in row
+    usage = evaluation["latent_usage"]
+    assert ("codes_used" in usage) == (model_name == "shared_discrete") and ("active_units" in usage) == (model_name == "continuous")
+    separation = evaluation["strategy_separation"]
+    assert {"overall", "within_task", "within_length_bucket", "shuffled_label_baseline"} <= separation.keys()
+    assert set(separation["within_task"]) == {"add", "sort", "count"}
+    assert 0 <= evaluation["samples"]["parse_rate"] <= 1
+    assert (run / "model.pt").is_file() and not (run / RESUME_FILE).exists()
+
+
+def trainer_command(flags):
+    return [sys.executable, "-m", "experiments.synthetic_sequences.disentangled.train_disentangled", *flags]
+
+
+@pytest.mark.slow
+def test_resume_after_sigterm_ends_like_an_uninterrupted_run(io_flags, tmp_path):
+    common = [*TINY_MODEL, *FAST, "--steps", "40", "--checkpoint-every", "5", "--estimator", "gumbel"]
+    straight = subprocess.run(
+        trainer_command([*io_flags("sum", tmp_path / "straight"), *common]), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert straight.returncode == 0, straight.stderr[-2000:]
+
+    interrupted = tmp_path / "interrupted"
+    process = subprocess.Popen(trainer_command([*io_flags("sum", interrupted), *common]), cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:
+        if line.startswith("step 13/"):
+            process.send_signal(signal.SIGTERM)
+            break
+    process.stderr.read()
+    assert process.wait(timeout=300) == 128 + signal.SIGTERM
+    assert (interrupted / RESUME_FILE).is_file() and not (interrupted / "eval.json").exists()
+    resumed = subprocess.run(
+        trainer_command([*io_flags("sum", interrupted), *common]), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resuming" in resumed.stderr
+
+    assert (interrupted / "eval.json").read_text() == (tmp_path / "straight" / "eval.json").read_text()
+    assert (interrupted / "metrics.jsonl").read_text() == (tmp_path / "straight" / "metrics.jsonl").read_text()
+    a = torch.load(interrupted / "model.pt", weights_only=False)["model"]
+    b = torch.load(tmp_path / "straight" / "model.pt", weights_only=False)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((interrupted / "metadata.json").read_text())["resumed_from_step"] >= 13
+
+
+def test_resume_refuses_a_run_dir_with_other_settings(io_flags, tmp_path):
+    run = tmp_path / "run"
+    process = subprocess.Popen(
+        trainer_command([*io_flags("mean", run), *TINY_MODEL, *FAST, "--steps", "400", "--checkpoint-every", "2"]),
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in process.stderr:
+        if line.startswith("step 3/"):
+            os.kill(process.pid, signal.SIGUSR1)
+            break
+    process.stderr.read()
+    assert process.wait(timeout=300) == 128 + signal.SIGUSR1
+    with pytest.raises(SystemExit, match=r"resume.pt belongs to a run with other settings \(beta\)"):
+        main([*io_flags("mean", run), *TINY_MODEL, *FAST, "--steps", "400", "--beta", "0.5"])
+    assert (run / RESUME_FILE).is_file()  # the refused run left the partial state alone
