@@ -42,9 +42,8 @@ def main() -> None:
     print(f"# python bench/bench_zfree.py --steps {args.steps} --threads {args.threads}   (torch {torch.__version__})")
     print(f"model: {summary['parameters']} parameters, {summary['decoder_config']}")
     print(f"training: {summary['train_tokens_per_s']:9.0f} tokens/s  (batch {config.batch_size}, padding {train_padding:.1%})")
-    print(
-        f"scoring:  {scoring['tokens_per_s']:9.0f} tokens/s  (batch 256, padding {scoring['padding_share']:.1%}, {scoring['records']} records)"
-    )
+    padding = scoring["padding_share"]
+    print(f"scoring:  {scoring['tokens_per_s']:9.0f} tokens/s  (batch 256, padding {padding:.1%}, {scoring['records']} records)")
     print(f"scoring / training = {ratio:.2f}x  (target >= 2x: {'met' if ratio >= 2 else 'MISSED'})")
     sys.stdout.flush()
 

@@ -10,7 +10,6 @@ import torch
 
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
 from core.disentanglement.config import ReconstructionConfig
-from core.disentanglement.decoder import DecoderConfig
 from core.disentanglement.records import read_records
 from core.disentanglement.reference import main as reference_main
 from core.disentanglement.scores import read_scores
