@@ -1,7 +1,9 @@
 """Token-sum versus token-mean reconstruction NLL: the ablation pipeline.
 
-snakemake --cores 2            run the embedded default (config/config.yaml)
-snakemake -n                   show what would run
+snakemake --cores 2                                   run the embedded default pilot (config/config.yaml)
+snakemake --cores 2 --configfile config/pilot.yaml    the spec's full narrow pilot
+snakemake -n                                          show what would run
+snakemake --cores 2 tables --forcerun aggregate_tables    rebuild tables and plots from runs on disk
 """
 
 from snakemake.utils import min_version, validate
@@ -15,18 +17,28 @@ configfile: "config/config.yaml"
 validate(config, "config/schema/config.schema.yaml")
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 
 
-check_config()
+GRID = check_config()
 
 
 include: "rules/data.smk"
 include: "rules/reference.smk"
+include: "rules/train.smk"
+include: "rules/tables.smk"
+
+
+rule tables:
+    input:
+        table_files(),
+        plot_files(),
 
 
 rule all:
     default_target: True
     input:
-        zfree_scores(),
-        reference_artifacts(),
+        rules.tables.input,

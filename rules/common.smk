@@ -1,32 +1,27 @@
-"""Helpers for every stage: paths under config['results'], CLI flags from config sections, config checks."""
+"""Helpers for every stage: paths under config['results'], the run grid, CLI flags, config checks."""
 
 import os
 
+from experiments.synthetic_sequences.disentangled.grid import (
+    cli_arguments,
+    control_families,
+    expand_grid,
+    modes_used,
+)
+
 SPLITS = ("train", "val", "test")
 SCORED_SPLITS = ("train", "val")
-
-
-def results(path):
-    return f"{config['results']}/{path}"
-
-
-def cli_flags(section):
-    """--key value for every entry of a config section, in the module CLIs' spelling."""
-    return " ".join(
-        f"--{key.replace('_', '-')} {value}" for key, value in config[section].items()
-    )
-
-
-def zfree_scores():
-    return expand(results("zfree/scores/{split}.parquet"), split=SCORED_SPLITS)
-
-
-def reference_artifacts():
-    return expand(results("reference/{mode}.json"), mode=config["reference"]["modes"])
-
-
-def summary_folder(wildcards, output):
-    return os.path.dirname(output.summary)
+RUN_FILES = (
+    "eval.json",
+    "metrics.jsonl",
+    "run_config.json",
+    "metadata.json",
+    "model.pt",
+)
+TABLES = ("runs", "aggregate", "mean_vs_sum", "confounds")
+TABLE_FORMATS = ("parquet", "csv", "md")
+PLOTS = ("separation", "latent_usage", "mean_vs_sum")
+RUN = "{family}/{term}_{mode}_{alpha}/seed{seed}"
 
 
 def check_config():
@@ -36,3 +31,80 @@ def check_config():
         raise ValueError(
             f"data.min_size ({data['min_size']}) must be <= data.max_size ({data['max_size']})"
         )
+    return {spec.path: spec for spec in expand_grid(config["families"])}
+
+
+def results(path):
+    return f"{config['results']}/{path}"
+
+
+def cli_flags(section):
+    """--key value for every entry of a config section, in the module CLIs' spelling."""
+    return cli_arguments(config[section])
+
+
+def output_folder(wildcards, output):
+    """The folder of a rule's first output (a run directory, results/data, results/tables, ...)."""
+    return os.path.dirname(output[0])
+
+
+def input_folder(wildcards, input):
+    return os.path.dirname(input[0])
+
+
+def zfree_checkpoint():
+    """The frozen model that scores records: trained here, or an existing entangled run's checkpoint."""
+    if config["reference"]["source"] == "entangled":
+        return config["reference"]["checkpoint"]
+    return results("zfree/model.pt")
+
+
+def zfree_scores():
+    return expand(results("zfree/scores/{split}.parquet"), split=SCORED_SPLITS)
+
+
+def reference_artifacts():
+    return expand(results("reference/{mode}.json"), mode=modes_used(GRID.values()))
+
+
+def family_flags(wildcards):
+    """The trainer flags a run's family fixes; the run key's parts come from the wildcards."""
+    path = RUN.format(**wildcards)
+    if path not in GRID:
+        raise ValueError(f"run {path} is not in the config's grid")
+    arguments = GRID[path].family_arguments()
+    if config.get("resources", {}).get("train_run", {}).get("gpus", 0) > 0:
+        arguments.setdefault("device", "auto")
+    return cli_arguments(arguments)
+
+
+def train_resource(name, default):
+    return config.get("resources", {}).get("train_run", {}).get(name, default)
+
+
+def run_metrics():
+    return [results(f"metrics/{path}.parquet") for path in GRID]
+
+
+def control_pairs():
+    return ",".join(
+        f"{family}={parent}"
+        for family, parent in control_families(config["families"]).items()
+    )
+
+
+def table_files():
+    return expand(results("tables/{table}.{ext}"), table=TABLES, ext=TABLE_FORMATS)
+
+
+def reported_table_files():
+    """The table files, CSVs flagged for `snakemake --report` (rendered there as sortable tables)."""
+    return [report(path, category="Tables") if path.endswith(".csv") else path for path in table_files()]
+
+
+def plot_files():
+    return expand(results("plots/{plot}.png"), plot=PLOTS)
+
+
+def reported_plot_files():
+    return [report(path, category="Plots") for path in plot_files()]

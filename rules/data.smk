@@ -12,7 +12,7 @@ rule synthetic_sequences:
         runtime=10,
         mem_mb=1000,
     params:
-        out_dir=summary_folder,
+        out_dir=output_folder,
         flags=cli_flags("data"),
     shell:
         "python -m experiments.synthetic_sequences.generate --out-dir {params.out_dir} {params.flags} > {log} 2>&1"

@@ -25,7 +25,7 @@ rule train_zfree:
 
 rule score_records:
     input:
-        checkpoint=results("zfree/model.pt"),
+        checkpoint=zfree_checkpoint(),
         records=results("data/{split}.parquet"),
     output:
         results("zfree/scores/{split}.parquet"),

@@ -1,26 +1,39 @@
 """The real snakemake CLI on the repository's Snakefile."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+import torch
 import yaml
+
+from core.disentanglement.scores import read_scores
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
 def snakemake(*args, timeout=300):
-    return subprocess.run([*SNAKEMAKE, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    # the rules call `python`: make it this interpreter, as an activated environment would
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run([*SNAKEMAKE, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def write_config(tmp_path, **overrides):
+def write_config(tmp_path, overrides):
+    """config.yaml with values replaced at (key, key, ..., index) paths."""
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    for dotted, value in overrides.items():
-        section, key = dotted.split(".")
-        config[section][key] = value
+    for path, value in overrides.items():
+        target = config
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -32,40 +45,163 @@ def test_lint_is_clean():
     assert "Congratulations" in run.stdout + run.stderr
 
 
-def test_dry_run_builds_one_reference_per_mode(tmp_path):
-    run = snakemake("-n", "--config", f"results={tmp_path}")
-    assert run.returncode == 0, run.stderr
-    table = {line.split()[0]: int(line.split()[1]) for line in run.stdout.splitlines() if line.strip() and line.split()[-1].isdigit()}
-    assert table["reference_scale"] == 2 and table["score_records"] == 2 and table["train_zfree"] == 1
+def dry_run_jobs(*args):
+    """(rule, inputs, outputs) of every job a forced dry run would execute."""
+    run = snakemake("-n", "--forceall", *args)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    jobs, current = [], None
+    for line in run.stdout.splitlines():
+        stripped = line.strip()
+        if line.startswith("rule ") or line.startswith("localrule "):
+            current = {"rule": stripped.split()[-1].rstrip(":"), "input": [], "output": []}
+            jobs.append(current)
+        elif current is not None and stripped.startswith(("input:", "output:")):
+            key, _, files = stripped.partition(":")
+            current[key] = [f.strip() for f in files.split(",")]
+    return jobs
+
+
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/pilot.yaml"])
+def test_dry_run_wires_every_run_to_the_reference_of_its_own_mode(tmp_path, configfile):
+    jobs = dry_run_jobs("--configfile", configfile, "--config", f"results={tmp_path}")
+    trainings = [job for job in jobs if job["rule"] == "train_run"]
+    assert trainings
+    for job in trainings:
+        mode = job["output"][0].split("/")[-3].split("_")[1]
+        references = [path for path in job["input"] if "/reference/" in path]
+        assert references == [f"{tmp_path}/reference/{mode}.json"]
+    modes = {job["output"][0].rsplit("/", 1)[-1] for job in jobs if job["rule"] == "reference_scale"}
+    assert modes == {"mean.json", "sum.json"}
+
+
+def test_pilot_dry_run_is_fast(tmp_path):
+    started = time.perf_counter()
+    run = snakemake("-n", "--configfile", "config/pilot.yaml", "--config", f"results={tmp_path}")
+    assert run.returncode == 0
+    assert time.perf_counter() - started < 10
+
+
+RUN0 = ("families", "discrete", "runs", 0)
 
 
 @pytest.mark.parametrize(
     "override, message",
     [
-        ({"reference.modes": ["Sum"]}, "'Sum' is not one of ['mean', 'sum']"),
-        ({"data.length_overlap": 1.5}, "1.5 is greater than the maximum of 1"),
-        ({"zfree.steps": 0}, "0 is less than the minimum of 1"),
-        ({"data.min_size": 6}, "data.min_size (6) must be <= data.max_size (5)"),
+        ({(*RUN0, "modes"): ["Sum"]}, "'Sum' is not one of ['mean', 'sum']"),
+        ({(*RUN0, "term"): "kl"}, "'kl' is not one of ['raw', 'dist', 'ex', 'tok', 'tokcc', 'tokinv', 'hybrid']"),
+        ({(*RUN0, "alpha"): -1}, "-1 is less than the minimum of 0"),
+        ({(*RUN0, "alpha"): 1}, "families.discrete.runs[0].alpha: 1.0 on term 'raw', which has no token weights"),
+        ({("families", "discrete", "seeds"): []}, "On instance['families']['discrete']['seeds']"),
+        ({("families", "discrete", "runs", 1): {"term": "raw", "modes": ["sum"]}}, "duplicate run key discrete/raw_sum_0/seed0"),
+        ({("reference", "source"): "zfreee"}, "'zfreee' is not one of ['zfree', 'entangled']"),
+        ({("data", "length_overlap"): 1.5}, "1.5 is greater than the maximum of 1"),
+        ({("zfree", "steps"): 0}, "0 is less than the minimum of 1"),
+        ({("data", "min_size"): 6}, "data.min_size (6) must be <= data.max_size (5)"),
     ],
 )
 def test_bad_config_fails_at_parse_time_naming_the_field(tmp_path, override, message):
-    run = snakemake("-n", "--configfile", str(write_config(tmp_path, **override)), "--config", f"results={tmp_path / 'results'}")
+    run = snakemake("-n", "--configfile", str(write_config(tmp_path, override)), "--config", f"results={tmp_path / 'results'}")
     assert run.returncode != 0
     assert message in run.stdout + run.stderr
     assert not (tmp_path / "results").exists()
 
 
-@pytest.mark.slow
-def test_default_pipeline_runs_and_rerun_is_a_no_op(tmp_path):
-    run = snakemake("--cores", "2", "--config", f"results={tmp_path}", timeout=900)
+def test_entangled_run_reference_is_rescored_in_each_mode(tmp_path, trained):
+    """An existing run's checkpoint with a saved mean-scale val loss: the saved number is never the reference."""
+    checkpoint = torch.load(trained[0] / "model.pt", weights_only=True)
+    checkpoint["val_nll_per_token"] = 99.0
+    torch.save(checkpoint, tmp_path / "entangled.pt")
+    overrides = {
+        ("reference", "source"): "entangled",
+        ("reference", "checkpoint"): str(tmp_path / "entangled.pt"),
+        **{("data", key): value for key, value in {"seed": 0, "n_train": 400, "n_val": 120, "n_test": 60}.items()},
+    }
+    results = tmp_path / "results"
+    targets = [f"{results}/reference/mean.json", f"{results}/reference/sum.json"]
+    run = snakemake(*targets, "--cores", "2", "--configfile", str(write_config(tmp_path, overrides)), "--config", f"results={results}")
     assert run.returncode == 0, run.stderr[-3000:]
-    references = {mode: json.loads((tmp_path / "reference" / f"{mode}.json").read_text()) for mode in ("mean", "sum")}
-    assert references["mean"]["mode"] == "mean" and references["sum"]["mode"] == "sum"
+    assert "train_zfree" not in jobs_that_ran(run)
+    scores = read_scores(results / "zfree" / "scores" / "val.parquet")
+    assert scores.metadata["checkpoint"] == str(tmp_path / "entangled.pt")
+    per_example = [list(map(float, a)) for a in scores.frame.token_nll]
+    mean_ref, sum_ref = (json.loads(Path(t).read_text()) for t in targets)
+    assert mean_ref["c_base"] == pytest.approx(np.mean([np.mean(a) for a in per_example]), rel=1e-9)
+    assert sum_ref["c_base"] == pytest.approx(np.mean([np.sum(a) for a in per_example]), rel=1e-9)
+    assert 99.0 not in (mean_ref["c_base"], sum_ref["c_base"])
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    """The whole default pilot, run once by the real CLI into a temporary results folder."""
+    results = tmp_path_factory.mktemp("results")
+    run = snakemake("--cores", "2", "--config", f"results={results}", timeout=1500)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return results
+
+
+def jobs_that_ran(run) -> set[str]:
+    return {
+        line.split("Rule: ")[1].rstrip(")")
+        for line in (run.stdout + run.stderr).splitlines()
+        if "Finished jobid" in line and "Rule: " in line
+    }
+
+
+@pytest.mark.slow
+def test_default_pilot_produces_every_table_and_plot(pipeline):
+    for table in ("runs", "aggregate", "mean_vs_sum", "confounds"):
+        for ext in ("parquet", "csv", "md"):
+            assert (pipeline / "tables" / f"{table}.{ext}").stat().st_size > 0
+    for plot in ("separation", "latent_usage", "mean_vs_sum"):
+        assert (pipeline / "plots" / f"{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    runs = pd.read_parquet(pipeline / "tables" / "runs.parquet")
+    assert len(runs) == 16 and set(runs["mode"]) == {"mean", "sum"}
+    assert {"nmi", "mutual_information", "probe_accuracy", "parse_rate", "reconstruction_to_kl"} <= set(runs.columns)
+    pairs = pd.read_parquet(pipeline / "tables" / "mean_vs_sum.parquet")
+    raw_nmi = pairs[(pairs.term == "raw") & (pairs.metric == "nmi")].iloc[0]
+    assert {"sum-mean:delta", "scale-mean:delta", "balance-mean:delta"} <= set(pairs.columns)
+    assert all(np.isfinite(raw_nmi[c]) for c in ("sum-mean:delta", "scale-mean:delta", "balance-mean:delta"))
+    for table in ("runs", "aggregate"):
+        assert "mode" in pd.read_parquet(pipeline / "tables" / f"{table}.parquet").columns
+    references = {mode: json.loads((pipeline / "reference" / f"{mode}.json").read_text()) for mode in ("mean", "sum")}
     assert references["mean"]["scores_sha256"] == references["sum"]["scores_sha256"]
     assert references["sum"]["c_base"] > references["mean"]["c_base"] * references["mean"]["token_count"]["min"]
-    zfree = json.loads((tmp_path / "zfree" / "model.json").read_text())
+    zfree = json.loads((pipeline / "zfree" / "model.json").read_text())
     assert zfree["val_nll_per_token"] < 0.5 * zfree["uniform_nll_per_token"]
-    for rule in ("synthetic_sequences", "train_zfree"):
-        assert (tmp_path / "benchmarks" / f"{rule}.tsv").is_file()
-    again = snakemake("--cores", "2", "--config", f"results={tmp_path}")
+    assert (pipeline / "benchmarks" / "train_zfree.tsv").is_file()
+
+
+@pytest.mark.slow
+def test_report_holds_the_tables_and_plots(pipeline, tmp_path):
+    run = snakemake("--report", str(tmp_path / "report.html"), "--config", f"results={pipeline}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    html = (tmp_path / "report.html").read_text()
+    assert "mean_vs_sum.png" in html and "mean_vs_sum.csv" in html
+
+
+@pytest.mark.slow
+def test_rerun_is_a_no_op(pipeline):
+    again = snakemake("--cores", "2", "--config", f"results={pipeline}")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.slow
+def test_table_target_reruns_only_the_table_rules(pipeline):
+    before = (pipeline / "runs" / "discrete" / "raw_sum_0" / "seed0" / "eval.json").stat().st_mtime
+    run = snakemake("tables", "--cores", "2", "--forcerun", "aggregate_tables", "--config", f"results={pipeline}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert jobs_that_ran(run) == {"aggregate_tables", "plots", "tables"}
+    assert (pipeline / "runs" / "discrete" / "raw_sum_0" / "seed0" / "eval.json").stat().st_mtime == before
+
+
+@pytest.mark.slow
+def test_a_sum_run_forced_onto_a_mean_artifact_is_refused(pipeline, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(pipeline, results, ignore=shutil.ignore_patterns("runs", "metrics", "tables", "plots"))
+    shutil.copy(results / "reference" / "mean.json", results / "reference" / "sum.json")
+    target = f"{results}/runs/discrete/raw_sum_0/seed0/eval.json"
+    run = snakemake(target, "--cores", "1", "--config", f"results={results}")
+    assert run.returncode != 0
+    log = (results / "logs" / "train_run" / "discrete" / "raw_sum_0" / "seed0.log").read_text()
+    assert "built in mode 'mean' but the run uses mode 'sum'" in log
+    assert not (results / "runs" / "discrete" / "raw_sum_0" / "seed0" / "eval.json").exists()

@@ -15,6 +15,10 @@ AUXILIARY_TERMS = {
     "continuous": ("posterior_variance", "inter_latent_divergence"),
 }
 BATCHING = ("random", "bucketed")
+# design.md's confound controls: `scale` multiplies the reconstruction term by the mean supervised token count
+# of the training set (sum's global scale, no length weighting); `balance` multiplies beta by it
+# (sum's length weighting at mean's reconstruction-to-KL balance).
+CONTROLS = ("none", "scale", "balance")
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class TrainConfig:
     reconstruction_scale: float = 1.0
     beta: float = 1.0
     beta_warmup_steps: int = 0
+    controls: str = "none"
     auxiliary_weights: dict[str, float] = field(default_factory=dict)
     # model
     d_model: int = 64
@@ -69,6 +74,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.model not in MODELS:
             raise ValueError(f"model: {self.model!r} is not allowed; allowed values: {', '.join(MODELS)}")
+        if self.controls not in CONTROLS:
+            raise ValueError(f"controls: {self.controls!r} is not allowed; allowed values: {', '.join(CONTROLS)}")
         if self.batching not in BATCHING:
             raise ValueError(f"batching: {self.batching!r} is not allowed; allowed values: {', '.join(BATCHING)}")
         _ = (self.reconstruction, self.model_config)  # building them validates their fields
@@ -96,9 +103,9 @@ class TrainConfig:
         if not self.lr > 0:
             raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
 
-    def beta_at(self, step: int) -> float:
-        """beta, ramped linearly from 0 over the first beta_warmup_steps steps (KL annealing)."""
-        return self.beta * min(1.0, step / self.beta_warmup_steps) if self.beta_warmup_steps else self.beta
+    def control_factors(self, mean_train_tokens: float) -> tuple[float, float]:
+        """(reconstruction multiplier, beta multiplier) of the selected control."""
+        return (mean_train_tokens if self.controls == "scale" else 1.0, mean_train_tokens if self.controls == "balance" else 1.0)
 
     @property
     def mode(self) -> AggregationMode:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -41,12 +41,13 @@ from core.disentanglement.records import Records, RecordsError, read_records
 from core.disentanglement.reference import read_reference
 from core.disentanglement.schedule import warmup_cosine
 from core.disentanglement.scores import read_scores
-from core.disentanglement.shared_discrete_cvae import SharedDiscreteCVAE
-from experiments.synthetic_sequences.disentangled.config import AUXILIARY_TERMS, BATCHING, MODELS, TrainConfig
+from core.disentanglement.shared_discrete_cvae import ESTIMATORS, SharedDiscreteCVAE
+from experiments.synthetic_sequences.disentangled.config import AUXILIARY_TERMS, BATCHING, CONTROLS, MODELS, TrainConfig
 from experiments.synthetic_sequences.disentangled.evaluate import evaluate
 from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLoss, objective, train_step
 
 RESUME_FILE = "resume.pt"
+CHOICES = {"model": MODELS, "estimator": ESTIMATORS, "batching": BATCHING, "reconstruction_term": OPTIMISABLE_TERMS, "controls": CONTROLS}
 EVAL_BATCH = 128
 
 HELP = {
@@ -67,6 +68,7 @@ HELP = {
     "reconstruction_scale": "multiplier of the reconstruction term (the scale control: mean mode x mean token count)",
     "beta": "weight of KL(q(z|x,y) || p(z|x)) (the balance control: sum mode with beta x mean token count)",
     "beta_warmup_steps": "ramp beta linearly from 0 over this many steps (KL annealing; 0 = off)",
+    "controls": "none; scale: reconstruction x mean train token count (use with mean); balance: beta x that count (use with sum)",
     "auxiliary_weights": "weights of auxiliary terms, added to the loss as given (negative to encourage), e.g. router_marginal_kl=0.1; "
     + "; ".join(f"{model}: {', '.join(names)}" for model, names in AUXILIARY_TERMS.items()),
     "num_codes": "discrete model: number of codes K shared across tasks",
@@ -104,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
         kwargs = {"required": required, "default": default, "help": help_text.strip()}
         if f.name == "reconstruction_loss_token_aggregation_mode":
             kwargs["choices"] = AGGREGATION_MODES
-        elif f.name in ("model", "estimator", "batching", "reconstruction_term"):
-            kwargs["choices"] = {"model": MODELS, "estimator": ("enumerate", "gumbel"), "batching": BATCHING}.get(f.name, OPTIMISABLE_TERMS)
+        elif f.name in CHOICES:
+            kwargs["choices"] = CHOICES[f.name]
         if isinstance(default, dict):
             kwargs["type"] = parse_pairs
             kwargs["default"] = {}
@@ -324,14 +326,24 @@ def train(config: TrainConfig) -> dict:
         "resumed_from_step": start_step or None,
         "parameters": sum(p.numel() for p in model.parameters()),
     }
-    write_json(metadata, run_dir / "metadata.json")
 
+    mean_train_tokens = float(inputs["records"]["train"].frame["y_length"].mean())
+    scale_factor, beta_factor = config.control_factors(mean_train_tokens)
+    reconstruction = replace(config.reconstruction, reconstruction_scale=config.reconstruction_scale * scale_factor)
+    beta = config.beta * beta_factor
     settings = {
-        "reconstruction": config.reconstruction,
+        "reconstruction": reconstruction,
         "c_base": reference["c_base"],
-        "beta": config.beta,
+        "beta": beta,
         "auxiliary_weights": config.auxiliary_weights,
     }
+    metadata["resolved"] = {
+        "controls": config.controls,
+        "mean_train_tokens": mean_train_tokens,
+        "reconstruction_scale": reconstruction.reconstruction_scale,
+        "beta": beta,
+    }
+    write_json(metadata, run_dir / "metadata.json")
     train_batcher = batchers["train"]
     train_base, _ = inputs["base"]["train"]
     schedule = BatchSchedule(train_batcher.lengths, config.batch_size, config.seed, config.batching)
@@ -343,7 +355,7 @@ def train(config: TrainConfig) -> dict:
         batch = train_batcher.batch(index).to(device)
         for group in optimizer.param_groups:
             group["lr"] = warmup_cosine(step, config.lr, config.warmup_steps, config.steps)
-        settings["beta"] = config.beta_at(step)
+        settings["beta"] = beta * min(1.0, step / config.beta_warmup_steps) if config.beta_warmup_steps else beta
         try:
             metrics = train_step(
                 model,

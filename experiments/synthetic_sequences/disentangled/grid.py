@@ -1,0 +1,230 @@
+"""The run grid of a pipeline config: families x runs x modes x seeds, and the run keys that name them.
+
+A run lives at runs/{family}/{term}_{mode}_{alpha}/seed{seed}. Term names hold
+no underscore and alpha is written canonically, so a key parses back to its
+parameters, and a mean run and a sum run can never share a directory.
+
+Config shape (validated by config/schema/config.schema.yaml first):
+
+    families:
+      <family>:
+        model: shared_discrete | continuous
+        seeds: [0, 1]
+        beta: 0.2
+        controls: none | scale | balance     # scale: reconstruction x mean train token count; balance: beta x it
+        control_of: <family>                 # for a control family: the family it is compared against
+        settings: {...}                      # any other train_disentangled flag, e.g. steps, num_codes
+        hybrid: {tokcc: 0.5, dist: 0.5}      # coefficients, when a run uses term hybrid
+        runs:
+          - {term: dist, modes: [mean, sum]}
+          - {term: tokcc, alpha: 1.0, modes: [mean, sum]}
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, TOKEN_WEIGHTED_TERMS, parse_aggregation_mode
+from experiments.synthetic_sequences.disentangled.config import CONTROLS, TrainConfig
+
+PATH_FIELDS = ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference", "run_dir")
+# set by the grid itself (from the run key, the family or the workflow), never through a family's settings
+GRID_FIELDS = PATH_FIELDS + (
+    "model",
+    "reconstruction_term",
+    "reconstruction_loss_token_aggregation_mode",
+    "token_weight_alpha",
+    "seed",
+    "beta",
+    "controls",
+    "hybrid_coefficients",
+)
+SETTABLE_FIELDS = tuple(f for f in TrainConfig.__dataclass_fields__ if f not in GRID_FIELDS)
+
+CONTROL_MODE = {"scale": "mean", "balance": "sum"}  # each control is defined in one mode (design.md)
+FAMILY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+
+
+class GridError(ValueError):
+    """A config whose run grid is not well formed; the message names the field."""
+
+
+def format_alpha(alpha: float) -> str:
+    """The canonical spelling of alpha in a run key: 0, 0.5, 1, 2.5 (no trailing zeros, no exponent for usual values)."""
+    alpha = float(alpha)
+    if not math.isfinite(alpha) or alpha < 0:
+        raise GridError(f"alpha: {alpha!r} is not allowed; it must be a finite number >= 0")
+    text = f"{alpha:.6f}".rstrip("0").rstrip(".")
+    if float(text) != alpha:
+        raise GridError(f"alpha: {alpha!r} needs more than 6 decimals; use a value that prints exactly")
+    return text
+
+
+def run_key(term: str, mode: str, alpha: float) -> str:
+    if term not in OPTIMISABLE_TERMS:
+        raise GridError(f"term: {term!r} is not allowed; allowed values: {', '.join(OPTIMISABLE_TERMS)}")
+    return f"{term}_{parse_aggregation_mode(mode, 'mode').value}_{format_alpha(alpha)}"
+
+
+def parse_run_key(key: str) -> tuple[str, str, float]:
+    """'tokcc_sum_1' -> ('tokcc', 'sum', 1.0); the inverse of run_key."""
+    parts = key.split("_")
+    if len(parts) != 3:
+        raise GridError(f"run key {key!r} is not term_mode_alpha")
+    term, mode, alpha_text = parts
+    if term not in OPTIMISABLE_TERMS or mode not in AGGREGATION_MODES:
+        raise GridError(
+            f"run key {key!r}: term must be one of {', '.join(OPTIMISABLE_TERMS)} and mode one of {', '.join(AGGREGATION_MODES)}"
+        )
+    try:
+        alpha = float(alpha_text)
+    except ValueError as err:
+        raise GridError(f"run key {key!r}: alpha {alpha_text!r} is not a number") from err
+    if format_alpha(alpha) != alpha_text:
+        raise GridError(f"run key {key!r}: alpha is not written canonically ({format_alpha(alpha)})")
+    return term, mode, alpha
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    family: str
+    model: str
+    term: str
+    mode: str
+    alpha: float
+    seed: int
+    beta: float
+    controls: str
+    settings: Mapping = field(default_factory=dict, hash=False, compare=False)
+    hybrid: Mapping = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        return run_key(self.term, self.mode, self.alpha)
+
+    @property
+    def path(self) -> str:
+        """Relative run path: {family}/{term}_{mode}_{alpha}/seed{seed}."""
+        return f"{self.family}/{self.key}/seed{self.seed}"
+
+    def family_arguments(self) -> dict:
+        """Trainer settings that come from the family (the run key supplies term, mode, alpha and seed)."""
+        arguments = {"model": self.model, "beta": self.beta, "controls": self.controls, **self.settings}
+        if self.term == "hybrid":
+            arguments["hybrid_coefficients"] = dict(self.hybrid)
+        return arguments
+
+    def train_config(self, **paths: str) -> TrainConfig:
+        """The full trainer config of this run (paths default to placeholders, for validation)."""
+        return TrainConfig(
+            **{name: paths.get(name, "-") for name in PATH_FIELDS},
+            reconstruction_term=self.term,
+            reconstruction_loss_token_aggregation_mode=self.mode,
+            token_weight_alpha=self.alpha,
+            seed=self.seed,
+            **self.family_arguments(),
+        )
+
+
+def cli_arguments(arguments: Mapping) -> str:
+    """{'num_codes': 4, 'hybrid_coefficients': {'tokcc': 0.5}} -> '--num-codes 4 --hybrid-coefficients tokcc=0.5'."""
+    parts = []
+    for name, value in arguments.items():
+        if isinstance(value, Mapping):
+            value = ",".join(f"{k}={v}" for k, v in value.items())
+        parts.append(f"--{name.replace('_', '-')} {value}")
+    return " ".join(parts)
+
+
+def parse_run_path(path: str) -> dict:
+    """'{family}/{term}_{mode}_{alpha}/seed{seed}' (any prefix) -> its parameters."""
+    parts = path.rstrip("/").split("/")
+    if len(parts) < 3 or not parts[-1].startswith("seed") or not parts[-1][4:].isdigit():
+        raise GridError(f"run path {path!r} does not end in family/term_mode_alpha/seed<N>")
+    term, mode, alpha = parse_run_key(parts[-2])
+    return {"family": parts[-3], "term": term, "mode": mode, "alpha": alpha, "seed": int(parts[-1][4:])}
+
+
+def expand_grid(families: Mapping[str, Mapping]) -> list[RunSpec]:
+    """Every run of the config, in config order; raises GridError for anything ill-formed, before any job runs."""
+    if not families:
+        raise GridError("families: the config defines no family; at least one is needed")
+    specs: list[RunSpec] = []
+    seen: dict[str, str] = {}
+    for family, spec in families.items():
+        where = f"families.{family}"
+        if not FAMILY_NAME.match(family):
+            raise GridError(f"{where}: family names use letters, digits and '-' (no '_' or '/'), got {family!r}")
+        seeds = spec.get("seeds") or []
+        if not seeds:
+            raise GridError(f"{where}.seeds: a family needs at least one seed")
+        if len(set(seeds)) != len(seeds):
+            raise GridError(f"{where}.seeds: {seeds} repeats a seed")
+        controls = spec.get("controls", "none")
+        if controls not in CONTROLS:
+            raise GridError(f"{where}.controls: {controls!r} is not allowed; allowed values: {', '.join(CONTROLS)}")
+        parent = spec.get("control_of")
+        if (controls == "none") != (parent is None):
+            raise GridError(
+                f"{where}.control_of: a family with controls {controls!r} {'needs' if parent is None else 'takes no'} control_of"
+            )
+        if parent is not None and (parent not in families or families[parent].get("controls", "none") != "none"):
+            raise GridError(f"{where}.control_of: {parent!r} is not a family without controls; families: {', '.join(families)}")
+        unknown = sorted(set(spec.get("settings", {})) - set(SETTABLE_FIELDS))
+        if unknown:
+            raise GridError(f"{where}.settings: {unknown} are not trainer settings; allowed: {', '.join(SETTABLE_FIELDS)}")
+        for i, run in enumerate(spec.get("runs") or []):
+            term, alpha = run["term"], float(run.get("alpha", 0.0))
+            if term not in OPTIMISABLE_TERMS:
+                raise GridError(f"{where}.runs[{i}].term: {term!r} is not allowed; allowed values: {', '.join(OPTIMISABLE_TERMS)}")
+            weighted = term in TOKEN_WEIGHTED_TERMS or (term == "hybrid" and any(t in TOKEN_WEIGHTED_TERMS for t in spec.get("hybrid", {})))
+            if alpha > 0 and not weighted:
+                raise GridError(
+                    f"{where}.runs[{i}].alpha: {alpha} on term {term!r}, which has no token weights; "
+                    f"alpha > 0 is allowed only for {', '.join(sorted(TOKEN_WEIGHTED_TERMS))} (or a hybrid containing one)"
+                )
+            if term == "hybrid" and not spec.get("hybrid"):
+                raise GridError(f"{where}.hybrid: runs[{i}] uses term 'hybrid' but the family sets no hybrid coefficients")
+            for mode in run["modes"]:
+                try:
+                    parse_aggregation_mode(mode, f"{where}.runs[{i}].modes")
+                except ValueError as err:
+                    raise GridError(str(err)) from err
+                if controls in CONTROL_MODE and mode != CONTROL_MODE[controls]:
+                    raise GridError(
+                        f"{where}.runs[{i}].modes: a {controls!r} control family runs mode {CONTROL_MODE[controls]!r} only, got {mode!r}"
+                    )
+                for seed in seeds:
+                    run_spec = RunSpec(
+                        family=family,
+                        model=spec["model"],
+                        term=term,
+                        mode=mode,
+                        alpha=alpha,
+                        seed=int(seed),
+                        beta=float(spec.get("beta", 1.0)),
+                        controls=controls,
+                        settings=dict(spec.get("settings", {})),
+                        hybrid=dict(spec.get("hybrid", {})),
+                    )
+                    try:
+                        run_spec.train_config()
+                    except (TypeError, ValueError) as err:
+                        raise GridError(f"{where}: {err}") from err
+                    if run_spec.path in seen:
+                        raise GridError(f"{where}.runs[{i}]: duplicate run key {run_spec.path} (also from {seen[run_spec.path]})")
+                    seen[run_spec.path] = f"{where}.runs[{i}]"
+                    specs.append(run_spec)
+    return specs
+
+
+def modes_used(specs: Iterable[RunSpec]) -> list[str]:
+    return sorted({spec.mode for spec in specs})
+
+
+def control_families(families: Mapping[str, Mapping]) -> dict[str, str]:
+    """{control family: the main family it is compared against}."""
+    return {name: spec["control_of"] for name, spec in families.items() if spec.get("control_of")}

@@ -1,0 +1,69 @@
+rule extract_metrics:
+    input:
+        evaluation=results(f"runs/{RUN}/eval.json"),
+        metrics=results(f"runs/{RUN}/metrics.jsonl"),
+        run_config=results(f"runs/{RUN}/run_config.json"),
+        metadata=results(f"runs/{RUN}/metadata.json"),
+    output:
+        results(f"metrics/{RUN}.parquet"),
+    log:
+        results(f"logs/extract_metrics/{RUN}.log"),
+    benchmark:
+        results(f"benchmarks/extract_metrics/{RUN}.tsv")
+    conda:
+        "../envs/pipeline.yaml"
+    resources:
+        runtime=5,
+        mem_mb=500,
+    params:
+        run_dir=input_folder,
+    shell:
+        "python -m experiments.synthetic_sequences.disentangled.tables extract --run-dir {params.run_dir} --out {output} > {log} 2>&1"
+
+
+rule aggregate_tables:
+    input:
+        metrics=run_metrics(),
+        summary=results("data/summary.json"),
+        references=reference_artifacts(),
+    output:
+        tables=reported_table_files(),
+        metrics=results("tables/metrics.parquet"),
+    log:
+        results("logs/aggregate_tables.log"),
+    benchmark:
+        results("benchmarks/aggregate_tables.tsv")
+    conda:
+        "../envs/pipeline.yaml"
+    resources:
+        runtime=10,
+        mem_mb=2000,
+    params:
+        out_dir=output_folder,
+        control_of=control_pairs(),
+    shell:
+        "python -m experiments.synthetic_sequences.disentangled.tables aggregate --metrics {input.metrics} "
+        "--data-summary {input.summary} --references {input.references} --control-of '{params.control_of}' "
+        "--out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule plots:
+    input:
+        runs=results("tables/runs.parquet"),
+        mean_vs_sum=results("tables/mean_vs_sum.parquet"),
+    output:
+        reported_plot_files(),
+    log:
+        results("logs/plots.log"),
+    benchmark:
+        results("benchmarks/plots.tsv")
+    conda:
+        "../envs/pipeline.yaml"
+    resources:
+        runtime=5,
+        mem_mb=1000,
+    params:
+        out_dir=output_folder,
+    shell:
+        "python -m experiments.synthetic_sequences.disentangled.plots --runs {input.runs} "
+        "--mean-vs-sum {input.mean_vs_sum} --out-dir {params.out_dir} > {log} 2>&1"

@@ -1,0 +1,42 @@
+rule train_run:
+    input:
+        train=results("data/train.parquet"),
+        val=results("data/val.parquet"),
+        test=results("data/test.parquet"),
+        train_scores=results("zfree/scores/train.parquet"),
+        val_scores=results("zfree/scores/val.parquet"),
+        # wired by the run's own {mode}: a sum run can only ever be given reference/sum.json
+        reference=results("reference/{mode}.json"),
+    output:
+        evaluation=results(f"runs/{RUN}/eval.json"),
+        metrics=results(f"runs/{RUN}/metrics.jsonl"),
+        run_config=results(f"runs/{RUN}/run_config.json"),
+        metadata=results(f"runs/{RUN}/metadata.json"),
+        model=results(f"runs/{RUN}/model.pt"),
+    log:
+        results(f"logs/train_run/{RUN}.log"),
+    benchmark:
+        results(f"benchmarks/train_run/{RUN}.tsv")
+    wildcard_constraints:
+        family=r"[A-Za-z0-9][A-Za-z0-9-]*",
+        term="raw|dist|ex|tok|tokcc|tokinv|hybrid",
+        mode="mean|sum",
+        alpha=r"[0-9]+(\.[0-9]+)?",
+        seed=r"[0-9]+",
+    conda:
+        "../envs/pipeline.yaml"
+    threads: 1
+    resources:
+        runtime=train_resource("runtime", 60),
+        mem_mb=train_resource("mem_mb", 2000),
+        gpu=train_resource("gpus", 0),
+    params:
+        run_dir=output_folder,
+        family=family_flags,
+    shell:
+        "python -m experiments.synthetic_sequences.disentangled.train_disentangled --threads {threads} "
+        "--train-records {input.train} --val-records {input.val} --test-records {input.test} "
+        "--train-scores {input.train_scores} --val-scores {input.val_scores} --reference {input.reference} "
+        "--reconstruction-loss-token-aggregation-mode {wildcards.mode} --reconstruction-term {wildcards.term} "
+        "--token-weight-alpha {wildcards.alpha} --seed {wildcards.seed} --run-dir {params.run_dir} "
+        "{params.family} > {log} 2>&1"

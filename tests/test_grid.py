@@ -1,0 +1,128 @@
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from experiments.synthetic_sequences.disentangled.grid import (
+    GridError,
+    RunSpec,
+    expand_grid,
+    format_alpha,
+    parse_run_key,
+    parse_run_path,
+    run_key,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def families(name):
+    """The families a config file runs (pilot.yaml merges over config.yaml, as snakemake does)."""
+    merged = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["families"]
+    if name != "config.yaml":
+        for family, spec in yaml.safe_load((ROOT / "config" / name).read_text())["families"].items():
+            merged[family] = {**merged.get(family, {}), **spec}
+    return merged
+
+
+@pytest.mark.parametrize("config", ["config.yaml", "pilot.yaml"])
+def test_every_run_key_round_trips_and_no_two_runs_share_a_directory(config):
+    specs = expand_grid(families(config))
+    assert len({spec.path for spec in specs}) == len(specs)
+    for spec in specs:
+        assert parse_run_key(spec.key) == (spec.term, spec.mode, spec.alpha)
+        assert parse_run_path(f"results/runs/{spec.path}") == {
+            "family": spec.family,
+            "term": spec.term,
+            "mode": spec.mode,
+            "alpha": spec.alpha,
+            "seed": spec.seed,
+        }
+        assert spec.mode in spec.key.split("_")
+        assert spec.train_config().mode.value == spec.mode
+
+
+def test_pilot_holds_the_spec_comparisons():
+    specs = expand_grid(families("pilot.yaml"))
+    main = {(s.model, s.term, s.mode) for s in specs if s.controls == "none"}
+    for model in ("shared_discrete", "continuous"):
+        for term in ("dist", "tokcc", "hybrid", "raw"):
+            assert {(model, term, "mean"), (model, term, "sum")} <= main
+    assert {(s.model, s.mode) for s in specs if s.controls == "scale"} == {("shared_discrete", "mean"), ("continuous", "mean")}
+    assert {(s.model, s.mode) for s in specs if s.controls == "balance"} == {("shared_discrete", "sum"), ("continuous", "sum")}
+    assert all(len({s.seed for s in specs if s.family == f}) >= 3 for f in {s.family for s in specs})
+
+
+@pytest.mark.parametrize("alpha, text", [(0, "0"), (1, "1"), (0.5, "0.5"), (2.25, "2.25"), (1e-3, "0.001")])
+def test_alpha_is_written_canonically(alpha, text):
+    assert format_alpha(alpha) == text
+    assert run_key("tokcc", "sum", alpha) == f"tokcc_sum_{text}"
+
+
+@pytest.mark.parametrize("key", ["tokcc_sum", "tok_cc_sum_1", "tokcc_Sum_1", "tokcc_sum_1.0", "kl_mean_0", "raw_mean_x"])
+def test_malformed_run_keys_are_refused(key):
+    with pytest.raises(GridError):
+        parse_run_key(key)
+
+
+def test_mean_and_sum_runs_never_collide():
+    mean = RunSpec("f", "shared_discrete", "dist", "mean", 0.0, 0, 1.0, "none")
+    total = RunSpec("f", "shared_discrete", "dist", "sum", 0.0, 0, 1.0, "none")
+    assert mean.path != total.path
+
+
+BASE = {
+    "main": {
+        "model": "shared_discrete",
+        "seeds": [0],
+        "beta": 0.1,
+        "settings": {"steps": 10},
+        "runs": [{"term": "dist", "modes": ["mean", "sum"]}],
+    }
+}
+
+
+def broken(path, value):
+    config = copy.deepcopy(BASE)
+    target = config
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return config
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (broken(("main", "runs"), [{"term": "dist", "modes": ["Sum"]}]), "'Sum' is not allowed; allowed values: mean, sum"),
+        (
+            broken(("main", "runs"), [{"term": "kl", "modes": ["mean"]}]),
+            "families.main.runs[0].term: 'kl' is not allowed; allowed values: raw, dist",
+        ),
+        (broken(("main", "runs"), [{"term": "dist", "alpha": 1, "modes": ["mean"]}]), "on term 'dist', which has no token weights"),
+        (broken(("main", "runs"), [{"term": "tokcc", "alpha": -1, "modes": ["mean"]}]), "must be a finite number >= 0"),
+        (broken(("main", "seeds"), []), "families.main.seeds: a family needs at least one seed"),
+        (
+            broken(("main", "runs"), [{"term": "dist", "modes": ["mean"]}, {"term": "dist", "modes": ["mean"]}]),
+            "duplicate run key main/dist_mean_0",
+        ),
+        (broken(("main", "settings"), {"stepz": 10}), "families.main.settings: ['stepz'] are not trainer settings"),
+        (broken(("main", "settings"), {"num_codes": 1}), "num_codes: 1 is not allowed"),
+        (broken(("main", "controls"), "scale"), "families.main.control_of: a family with controls 'scale' needs control_of"),
+        (broken(("main", "runs"), [{"term": "hybrid", "modes": ["mean"]}]), "families.main.hybrid: runs[0] uses term 'hybrid'"),
+        ({"bad_name": BASE["main"]}, "family names use letters, digits and '-'"),
+        ({}, "the config defines no family"),
+    ],
+)
+def test_bad_grids_name_the_field(config, message):
+    with pytest.raises(GridError) as info:
+        expand_grid(config)
+    assert message in str(info.value)
+
+
+def test_controls_run_only_in_their_own_mode():
+    config = copy.deepcopy(BASE)
+    config["main-scale"] = {**BASE["main"], "controls": "scale", "control_of": "main", "runs": [{"term": "raw", "modes": ["sum"]}]}
+    with pytest.raises(GridError, match="a 'scale' control family runs mode 'mean' only"):
+        expand_grid(config)
