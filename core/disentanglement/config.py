@@ -48,6 +48,13 @@ def check_alpha(alpha: float, field_name: str = "token_weight_alpha") -> float:
     return alpha
 
 
+def check_positive_counts(settings: object, names: tuple[str, ...]) -> None:
+    """Raise ValueError naming the first of `names` (integer settings of `settings`) that is below 1."""
+    for name in names:
+        if getattr(settings, name) < 1:
+            raise ValueError(f"{name}: {getattr(settings, name)} is not allowed; it must be >= 1")
+
+
 def check_hybrid_coefficients(coefficients: Mapping[str, float], field_name: str = "hybrid_coefficients") -> dict[str, float]:
     if not coefficients:
         raise ValueError(f"{field_name}: a hybrid needs at least one term; allowed terms: {', '.join(RECONSTRUCTION_TERMS)}")

@@ -26,6 +26,7 @@ import torch
 
 from core.disentanglement.artifacts import atomic_path, sha256_file, write_json
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
+from core.disentanglement.config import check_positive_counts
 from core.disentanglement.decoder import Decoder, DecoderConfig, token_nll, uniform_nll
 from core.disentanglement.records import Records, RecordsError, read_records
 from core.disentanglement.schedule import warmup_cosine
@@ -48,9 +49,7 @@ class ZFreeTrainConfig:
     n_head: int = 4
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "eval_every", "d_model", "n_layer", "n_head"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: {getattr(self, name)} is not allowed; it must be >= 1")
+        check_positive_counts(self, ("steps", "batch_size", "eval_every", "d_model", "n_layer", "n_head"))
         if not self.lr > 0:
             raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
 

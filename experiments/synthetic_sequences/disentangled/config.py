@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from core.disentanglement.config import AggregationMode, ReconstructionConfig
+from core.disentanglement.config import AggregationMode, ReconstructionConfig, check_positive_counts
 from core.disentanglement.continuous_cvae import ContinuousCVAEConfig
 from core.disentanglement.shared_discrete_cvae import DiscreteCVAEConfig
 
@@ -87,19 +87,10 @@ class TrainConfig:
                 raise ValueError(f"auxiliary_weights.{name}: {weight!r} is not a number")
         if self.beta < 0 or self.beta_warmup_steps < 0:
             raise ValueError(f"beta ({self.beta}) and beta_warmup_steps ({self.beta_warmup_steps}) must be >= 0")
-        for name in (
-            "steps",
-            "batch_size",
-            "eval_every",
-            "checkpoint_every",
-            "log_every",
-            "eval_prompts_per_code",
-            "d_model",
-            "n_layer",
-            "n_head",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: {getattr(self, name)} is not allowed; it must be >= 1")
+        check_positive_counts(
+            self,
+            ("steps", "batch_size", "eval_every", "checkpoint_every", "log_every", "eval_prompts_per_code", "d_model", "n_layer", "n_head"),
+        )
         if not self.lr > 0:
             raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
 
