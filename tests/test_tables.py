@@ -2,6 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from experiments.synthetic_sequences.disentangled.plots import make_plots
 from experiments.synthetic_sequences.disentangled.tables import aggregate_table, bootstrap_ci, mean_vs_sum_table
 
 
@@ -56,3 +57,14 @@ def test_bootstrap_ci_brackets_the_mean_and_needs_two_seeds():
     assert 0.1 <= low < 0.25 < high <= 0.4
     assert all(np.isnan(bootstrap_ci(np.array([0.3]))))
     assert bootstrap_ci(np.array([0.1, 0.5])) == bootstrap_ci(np.array([0.1, 0.5]))  # seeded
+
+
+def test_a_single_seed_keeps_the_ci_columns_and_still_plots(runs, tmp_path):
+    one_seed = runs[runs.seed == 0]
+    table = mean_vs_sum_table(one_seed, {"main-scale": "main", "main-balance": "main"})
+    assert {"sum-mean:ci_low", "sum-mean:ci_high", "scale-mean:ci_low"} <= set(table.columns)
+    assert table["sum-mean:ci_low"].isna().all()
+    one_seed.to_parquet(tmp_path / "runs.parquet")
+    table.to_parquet(tmp_path / "pairs.parquet")
+    outputs = make_plots(tmp_path / "runs.parquet", tmp_path / "pairs.parquet", tmp_path / "plots")
+    assert all(path.read_bytes()[:4] == b"\x89PNG" for path in outputs)

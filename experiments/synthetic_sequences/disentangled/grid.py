@@ -228,3 +228,20 @@ def modes_used(specs: Iterable[RunSpec]) -> list[str]:
 def control_families(families: Mapping[str, Mapping]) -> dict[str, str]:
     """{control family: the main family it is compared against}."""
     return {name: spec["control_of"] for name, spec in families.items() if spec.get("control_of")}
+
+
+def parse_job_comment(comment: str) -> dict:
+    """A train_run job's parameters from what snakemake-executor-plugin-slurm records for it.
+
+    The plugin sets each job's comment to rule_<rule>_wildcards_<values joined by '_'> and logs to
+    .snakemake/slurm_logs/rule_<rule>/<the same values>/<jobid>.log. No wildcard value of a run
+    holds an underscore, so the five values split back apart.
+    """
+    prefix = "rule_train_run_wildcards_"
+    if not comment.startswith(prefix):
+        raise GridError(f"job comment {comment!r} is not a train_run job's ({prefix}...)")
+    values = comment[len(prefix) :].split("_")
+    if len(values) != 5 or not values[4].isdigit():
+        raise GridError(f"job comment {comment!r} does not hold family_term_mode_alpha_seed")
+    family, term, mode, alpha_text, seed = values
+    return parse_run_path(f"{family}/{term}_{mode}_{alpha_text}/seed{seed}")

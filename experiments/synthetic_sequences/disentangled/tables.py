@@ -189,7 +189,10 @@ def mean_vs_sum_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.Data
     table = pd.DataFrame(rows, columns=columns)
     if table.empty:
         return table
-    wide = table.pivot_table(index=["family", "term", "alpha", "metric"], columns="comparison", values=["delta", "ci_low", "ci_high"])
+    # dropna=False keeps the CI columns when a single seed leaves them all NaN
+    wide = table.pivot_table(
+        index=["family", "term", "alpha", "metric"], columns="comparison", values=["delta", "ci_low", "ci_high"], dropna=False
+    )
     wide.columns = [f"{comparison}:{stat}" for stat, comparison in wide.columns]
     return wide[sorted(wide.columns)].reset_index()
 
