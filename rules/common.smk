@@ -59,10 +59,6 @@ def zfree_checkpoint():
     return results("zfree/model.pt")
 
 
-def zfree_scores():
-    return expand(results("zfree/scores/{split}.parquet"), split=SCORED_SPLITS)
-
-
 def reference_artifacts():
     return expand(results("reference/{mode}.json"), mode=modes_used(GRID.values()))
 

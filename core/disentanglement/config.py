@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -116,9 +116,3 @@ class ReconstructionConfig:
     @property
     def mode(self) -> AggregationMode:
         return self.reconstruction_loss_token_aggregation_mode
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["reconstruction_loss_token_aggregation_mode"] = self.mode.value
-        out["hybrid_coefficients"] = dict(self.hybrid_coefficients)
-        return out

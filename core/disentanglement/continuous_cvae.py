@@ -7,7 +7,7 @@ added to every input embedding. S samples per example give token_nll [S, B, T].
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn as nn
@@ -33,9 +33,6 @@ class ContinuousCVAEConfig:
             raise ValueError(f"latent_dim ({self.latent_dim}) and samples ({self.samples}) must be >= 1")
         if self.prior not in PRIORS:
             raise ValueError(f"prior: {self.prior!r} is not allowed; allowed values: {', '.join(PRIORS)}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class ContinuousCVAE(nn.Module):

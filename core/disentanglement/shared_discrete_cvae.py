@@ -9,7 +9,7 @@ straight-through Gumbel-softmax samples (sample_weights None).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn as nn
@@ -43,9 +43,6 @@ class DiscreteCVAEConfig:
             raise ValueError(f"estimator: {self.estimator!r} is not allowed; allowed values: {', '.join(ESTIMATORS)}")
         if self.gumbel_samples < 1 or not self.gumbel_temperature > 0:
             raise ValueError("gumbel_samples must be >= 1 and gumbel_temperature > 0")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class SharedDiscreteCVAE(nn.Module):

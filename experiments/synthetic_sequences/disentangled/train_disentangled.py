@@ -221,7 +221,7 @@ def save_resume(path: Path, model, optimizer, step: int, rows: list[dict], confi
 def load_resume(path: Path, config: TrainConfig) -> dict | None:
     if not path.is_file():
         return None
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = torch.load(path, map_location="cpu", weights_only=True)
     if state["settings"] != config.training_settings():
         changed = sorted(k for k in state["settings"] if state["settings"][k] != config.training_settings().get(k))
         raise ValueError(f"{path} belongs to a run with other settings ({', '.join(changed)}); delete it or use another --run-dir")
