@@ -69,13 +69,18 @@ def family_flags(wildcards):
     if path not in GRID:
         raise ValueError(f"run {path} is not in the config's grid")
     arguments = GRID[path].family_arguments()
-    if config.get("resources", {}).get("train_run", {}).get("gpus", 0) > 0:
+    if train_gpus(wildcards) > 0:
         arguments.setdefault("device", "auto")
     return cli_arguments(arguments)
 
 
 def train_resource(name, default):
     return config.get("resources", {}).get("train_run", {}).get(name, default)
+
+
+def train_gpus(wildcards):
+    """GPUs of a training job: the family's `gpus`, else resources.train_run.gpus (0: CPU)."""
+    return config["families"][wildcards.family].get("gpus", train_resource("gpus", 0))
 
 
 def run_metrics():
@@ -95,7 +100,9 @@ def table_files():
 
 def reported_table_files():
     """The table files, CSVs flagged for `snakemake --report` (rendered there as sortable tables)."""
-    return [report(path, category="Tables") if path.endswith(".csv") else path for path in table_files()]
+    # one line: snakemake's parser reads a line that starts with `report(` as the report: keyword
+    tables = table_files()
+    return [report(t, category="Tables") if t.endswith(".csv") else t for t in tables]
 
 
 def plot_files():

@@ -29,7 +29,7 @@ rule train_run:
     resources:
         runtime=train_resource("runtime", 60),
         mem_mb=train_resource("mem_mb", 2000),
-        gpu=train_resource("gpus", 0),
+        gpu=train_gpus,
     params:
         run_dir=output_folder,
         family=family_flags,

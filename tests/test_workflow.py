@@ -75,6 +75,8 @@ def test_dry_run_wires_every_run_to_the_reference_of_its_own_mode(tmp_path, conf
 
 
 def test_pilot_dry_run_is_fast(tmp_path):
+    if shutil.which("scontrol") and subprocess.run(["sinfo", "-h"], capture_output=True, timeout=30).returncode != 0:
+        pytest.skip("Slurm's client is installed but no controller answers: the slurm plugin then waits 10 s for scontrol")
     started = time.perf_counter()
     run = snakemake("-n", "--configfile", "config/pilot.yaml", "--config", f"results={tmp_path}")
     assert run.returncode == 0
