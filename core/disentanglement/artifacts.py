@@ -36,6 +36,12 @@ def write_json(obj: object, path: str | os.PathLike) -> None:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
+def write_jsonl(rows: list[dict], path: str | os.PathLike) -> None:
+    """One JSON object per line, replacing the whole file atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:

@@ -8,7 +8,7 @@ every token-level loss (and the stored z-free scores b_{i,t}) uses.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -22,12 +22,15 @@ class SequenceBatch:
     mask: torch.Tensor  # [B, T] bool: supervised positions
     index: torch.Tensor  # [B] long: row of each example in the records frame
 
+    def _map(self, fn) -> SequenceBatch:
+        return SequenceBatch(*(fn(getattr(self, f.name)) for f in fields(self)))
+
     def to(self, device: torch.device | str) -> SequenceBatch:
-        return SequenceBatch(*(t.to(device, non_blocking=True) for t in (self.tokens, self.y_start, self.y, self.mask, self.index)))
+        return self._map(lambda t: t.to(device, non_blocking=True))
 
     def repeat(self, times: int) -> SequenceBatch:
         """The batch stacked `times` over (sample-major: row s * B + i is example i), for S latents per example."""
-        return SequenceBatch(*(t.repeat(times, *[1] * (t.dim() - 1)) for t in (self.tokens, self.y_start, self.y, self.mask, self.index)))
+        return self._map(lambda t: t.repeat(times, *[1] * (t.dim() - 1)))
 
     def sequence_mask(self) -> torch.Tensor:
         """[B, L] bool: the real tokens <bos> x <sep> y."""
@@ -86,6 +89,15 @@ def collate(xs: Sequence[Sequence[int]], ys: Sequence[Sequence[int]], index: Seq
     )
 
 
+def _chunks(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def random_batches(count: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Index batches of a random permutation: every batch mixes lengths (and so strategies)."""
+    return _chunks(rng.permutation(count), batch_size)
+
+
 def bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Generator | None = None) -> list[np.ndarray]:
     """Index batches of similar total length, so padding is a small share of the work.
 
@@ -95,7 +107,7 @@ def bucketed_batches(lengths: Sequence[int], batch_size: int, rng: np.random.Gen
     lengths = np.asarray(lengths)
     tie_break = rng.random(len(lengths)) if rng is not None else np.arange(len(lengths))
     order = np.lexsort((tie_break, lengths))
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    batches = _chunks(order, batch_size)
     if rng is not None:
         rng.shuffle(batches)
     return batches

@@ -13,7 +13,6 @@ mean-vs-sum ablation). Scoring writes b_{i,t} for every supervised token.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -24,8 +23,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from core.disentanglement.artifacts import atomic_path, sha256_file, write_json
+from core.disentanglement.artifacts import atomic_path, sha256_file, write_json, write_jsonl
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
+from core.disentanglement.cli import add_dataclass_flags
 from core.disentanglement.config import check_positive_counts
 from core.disentanglement.decoder import Decoder, DecoderConfig, token_nll, uniform_nll
 from core.disentanglement.records import Records, RecordsError, read_records
@@ -147,8 +147,7 @@ def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: s
         torch.save({**summary, "state_dict": model.state_dict()}, tmp)
     write_json(summary, checkpoint_path.with_suffix(".json"))
     if log_path is not None:
-        with atomic_path(log_path) as tmp:
-            tmp.write_text("".join(json.dumps(row) + "\n" for row in log_rows))
+        write_jsonl(log_rows, log_path)
     return summary
 
 
@@ -217,13 +216,6 @@ def score_records(checkpoint_path: str | Path, records_path: str | Path, out_pat
     }
 
 
-def _add_dataclass_flags(parser: argparse.ArgumentParser, cls) -> None:
-    defaults = cls()
-    for f in fields(cls):
-        value = getattr(defaults, f.name)
-        parser.add_argument("--" + f.name.replace("_", "-"), type=type(value), default=value, help="default: %(default)s")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
@@ -233,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     train.add_argument("--val", required=True, help="validation records parquet (for the reported val NLL)")
     train.add_argument("--checkpoint", required=True, help="output .pt; a .json summary is written beside it")
     train.add_argument("--log", default=None, help="optional JSONL training log")
-    _add_dataclass_flags(train, ZFreeTrainConfig)
+    add_dataclass_flags(train, ZFreeTrainConfig)
     score = commands.add_parser("score", help="write per-token NLL b_{i,t} of records with a frozen checkpoint")
     score.add_argument("--checkpoint", required=True)
     score.add_argument("--records", required=True, help="records parquet to score")

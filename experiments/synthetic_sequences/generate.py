@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from core.disentanglement.artifacts import write_json
+from core.disentanglement.cli import add_dataclass_flags
 from core.disentanglement.records import write_records
 from experiments.synthetic_sequences.tasks import DIRECT, TASKS, VOCAB, render_output
 
@@ -119,12 +120,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     defaults = SequenceConfig()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out-dir", required=True, help="folder for train/val/test.parquet and summary.json")
-    for f in fields(SequenceConfig):
-        flag = "--" + f.name.replace("_", "-")
-        if f.name == "tasks":
-            parser.add_argument(flag, nargs="+", default=list(defaults.tasks), help=f"tasks to draw from (choices: {', '.join(TASKS)})")
-        else:
-            parser.add_argument(flag, type=type(getattr(defaults, f.name)), default=getattr(defaults, f.name), help="default: %(default)s")
+    add_dataclass_flags(parser, SequenceConfig, skip=("tasks",))
+    parser.add_argument("--tasks", nargs="+", default=list(defaults.tasks), help=f"tasks to draw from (choices: {', '.join(TASKS)})")
     args = vars(parser.parse_args(argv))
     out_dir = args.pop("out_dir")
     try:

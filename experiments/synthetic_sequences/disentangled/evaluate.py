@@ -39,7 +39,8 @@ def posterior_pass(model, batcher: RecordBatcher, batch_size: int, seed: int, de
     generator = torch.Generator().manual_seed(seed)
     order = rng.permutation(len(batcher))
     features, logvars, rows = [], [], []
-    kl_total, own_tokens, shuffled_tokens, own_examples, shuffled_examples, supervised = 0.0, 0.0, 0.0, 0.0, 0.0, 0
+    kl_total, supervised = 0.0, 0
+    nll_total = {"own": 0.0, "shuffled": 0.0}  # summed over every supervised token of every example
     for start in range(0, len(order), batch_size):
         batch = batcher.batch(order[start : start + batch_size]).to(device)
         output = model(batch)
@@ -50,12 +51,8 @@ def posterior_pass(model, batcher: RecordBatcher, batch_size: int, seed: int, de
         kl_total += output.kl.item() * len(batch.index)
         latent = model.mode_latent(batch)
         shuffled = latent[torch.randperm(len(latent), generator=generator).to(device)]
-        for z, kind in ((latent, "own"), (shuffled, "shuffled")):
-            nll = torch.where(batch.mask, token_nll(model.decoder(batch, z), batch.y), 0.0)
-            if kind == "own":
-                own_tokens, own_examples = own_tokens + nll.sum().item(), own_examples + nll.sum(1).sum().item()
-            else:
-                shuffled_tokens, shuffled_examples = shuffled_tokens + nll.sum().item(), shuffled_examples + nll.sum(1).sum().item()
+        for kind, z in (("own", latent), ("shuffled", shuffled)):
+            nll_total[kind] += torch.where(batch.mask, token_nll(model.decoder(batch, z), batch.y), 0.0).sum().item()
         supervised += batch.num_supervised
     index = np.concatenate(rows)
     restore = np.argsort(index)
@@ -64,10 +61,10 @@ def posterior_pass(model, batcher: RecordBatcher, batch_size: int, seed: int, de
         "features": np.concatenate(features)[restore],
         "logvar": np.concatenate(logvars)[restore] if logvars else None,
         "kl": kl_total / n,
-        "nll_per_token": own_tokens / supervised,
-        "shuffled_nll_per_token": shuffled_tokens / supervised,
-        "nll_per_example": own_examples / n,
-        "shuffled_nll_per_example": shuffled_examples / n,
+        "nll_per_token": nll_total["own"] / supervised,
+        "shuffled_nll_per_token": nll_total["shuffled"] / supervised,
+        "nll_per_example": nll_total["own"] / n,
+        "shuffled_nll_per_example": nll_total["shuffled"] / n,
     }
 
 

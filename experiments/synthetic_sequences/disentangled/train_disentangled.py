@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import signal
 import subprocess
 import sys
@@ -32,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.disentanglement.artifacts import atomic_path, sha256_file, write_json
-from core.disentanglement.batching import RecordBatcher, SpecialTokens, bucketed_batches
+from core.disentanglement.artifacts import atomic_path, sha256_file, write_json, write_jsonl
+from core.disentanglement.batching import RecordBatcher, SpecialTokens, bucketed_batches, random_batches
 from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
 from core.disentanglement.continuous_cvae import ContinuousCVAE
 from core.disentanglement.decoder import DecoderConfig
@@ -183,8 +182,7 @@ class BatchSchedule:
             if self.batching == "bucketed":
                 self._batches = bucketed_batches(self.lengths, self.batch_size, rng)
             else:
-                order = rng.permutation(len(self.lengths))
-                self._batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+                self._batches = random_batches(len(self.lengths), self.batch_size, rng)
             self._epoch = epoch
         return self._batches[step % self.per_epoch]
 
@@ -228,11 +226,6 @@ def load_resume(path: Path, config: TrainConfig) -> dict | None:
     return state
 
 
-def write_rows(path: Path, rows: list[dict]) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
-
-
 def git_commit() -> str:
     try:
         return (
@@ -243,6 +236,13 @@ def git_commit() -> str:
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` is cuda when available, else cpu; any other name is taken as given."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
 
 
 def now() -> str:
@@ -283,9 +283,7 @@ def validation_metrics(model, batcher: RecordBatcher, base: tuple[torch.Tensor, 
 
 
 def train(config: TrainConfig) -> dict:
-    device = torch.device(
-        "cuda" if config.device == "auto" and torch.cuda.is_available() else ("cpu" if config.device == "auto" else config.device)
-    )
+    device = resolve_device(config.device)
     inputs = load_inputs(config)
     run_dir = config.run_path
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -393,7 +391,7 @@ def train(config: TrainConfig) -> dict:
             )
         if step % config.checkpoint_every == 0 or stop.signal is not None:
             save_resume(resume_path, model, optimizer, step, rows, config)
-            write_rows(run_dir / "metrics.jsonl", rows)
+            write_jsonl(rows, run_dir / "metrics.jsonl")
             last_saved = step
         if stop.signal is not None and step < config.steps:
             print(
@@ -415,7 +413,7 @@ def train(config: TrainConfig) -> dict:
     )
     with atomic_path(run_dir / "model.pt") as tmp:
         torch.save({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": max_len}, tmp)
-    write_rows(run_dir / "metrics.jsonl", rows)
+    write_jsonl(rows, run_dir / "metrics.jsonl")
     write_json({**metadata, "finished": now()}, run_dir / "metadata.json")
     write_json(evaluation, run_dir / "eval.json")
     resume_path.unlink(missing_ok=True)
