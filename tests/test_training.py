@@ -52,10 +52,10 @@ def batch_and_base(data_dir, scored):
     return batch, base[index, : batch.mask.shape[1]], len(records.vocab)
 
 
-def tiny_model(model, vocab_size, **overrides):
+def tiny_model(model, vocab_size, length_groups=8):
     config, _ = parse_config(
         ["--train-records", "a", "--val-records", "b", "--test-records", "c", "--train-scores", "d", "--val-scores", "e"]
-        + ["--reference", "f", "--run-dir", "g", "--model", model, *TINY_MODEL[:-2]]
+        + ["--reference", "f", "--run-dir", "g", "--model", model, *TINY_MODEL[:-2], "--length-groups", str(length_groups)]
     )
     torch.manual_seed(0)
     return build_model(config, vocab_size, 96)
@@ -93,6 +93,31 @@ def test_alpha_zero_gives_tok_raw_and_tokcc_dist_the_same_loss(batch_and_base, m
     assert losses["tokcc"] == pytest.approx(losses["dist"], rel=1e-6)
 
 
+@pytest.mark.parametrize("model_name", ["shared_discrete", "continuous"])
+def test_length_grouped_decoding_matches_one_padded_batch(batch_and_base, model_name):
+    """Decoding in length groups changes the padded work, not the loss or its gradients."""
+    batch, base, vocab_size = batch_and_base
+    lengths = batch.sequence_mask().sum(dim=1)
+    assert lengths.max() - lengths.min() >= 10  # the groups really pad to different lengths
+    reconstruction = ReconstructionConfig(term="tokcc", reconstruction_loss_token_aggregation_mode="sum", token_weight_alpha=1.0)
+    results = {}
+    for groups in (1, 5):
+        model = tiny_model(model_name, vocab_size, length_groups=groups)
+        output = model(batch, torch.Generator().manual_seed(0))
+        loss, metrics = objective(output, base, batch.mask, reconstruction=reconstruction, **SETTINGS)
+        loss.backward()
+        real = output.token_nll[:, batch.mask]
+        results[groups] = (real.detach(), metrics, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    (nll_one, metrics_one, grads_one), (nll_grouped, metrics_grouped, grads_grouped) = results[1], results[5]
+    torch.testing.assert_close(nll_grouped, nll_one, rtol=1e-5, atol=1e-5)
+    assert metrics_grouped.keys() == metrics_one.keys()
+    for name, value in metrics_one.items():
+        assert metrics_grouped[name] == pytest.approx(value, rel=1e-4, abs=1e-6), name
+    assert grads_grouped.keys() == grads_one.keys()
+    for name, grad in grads_one.items():
+        torch.testing.assert_close(grads_grouped[name], grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
 def test_non_finite_loss_stops_before_the_weights_change(batch_and_base):
     batch, base, vocab_size = batch_and_base
     model = tiny_model("shared_discrete", vocab_size)
@@ -127,6 +152,7 @@ def test_trainer_refuses_a_reference_built_from_other_scores(io_flags, scored, t
         (["--reconstruction-term", "dist", "--token-weight-alpha", "1"], "token_weight_alpha: 1.0 has no effect on term 'dist'"),
         (["--auxiliary-weights", "posterior_variance=1"], "'posterior_variance' is not a term of model 'shared_discrete'"),
         (["--reconstruction-term", "hybrid", "--hybrid-coefficients", "kl=1"], "unknown term 'kl'"),
+        (["--length-groups", "0"], "length_groups: 0 is not allowed"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_field(io_flags, tmp_path, capsys, flags, message):

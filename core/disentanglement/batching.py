@@ -28,6 +28,20 @@ class SequenceBatch:
     def to(self, device: torch.device | str) -> SequenceBatch:
         return self._map(lambda t: t.to(device, non_blocking=True))
 
+    def select(self, rows: torch.Tensor) -> SequenceBatch:
+        """The examples at `rows`, trimmed to the longest of them: a sub-batch pads only to its own maximum."""
+        lengths = self.sequence_mask()[rows].sum(dim=1)
+        y_length = self.mask[rows].sum(dim=1)
+        length, y_max = int(lengths.max()), int(y_length.max())
+        return SequenceBatch(
+            self.tokens[rows, :length], self.y_start[rows], self.y[rows, :y_max], self.mask[rows, :y_max], self.index[rows]
+        )
+
+    def length_groups(self, groups: int) -> list[torch.Tensor]:
+        """Row indices sorted by sequence length and cut into `groups` near-equal chunks (fewer for a small batch)."""
+        order = torch.argsort(self.sequence_mask().sum(dim=1), stable=True)
+        return [rows for rows in order.tensor_split(min(groups, len(order))) if len(rows)]
+
     def repeat(self, times: int) -> SequenceBatch:
         """The batch stacked `times` over (sample-major: row s * B + i is example i), for S latents per example."""
         return self._map(lambda t: t.repeat(times, *[1] * (t.dim() - 1)))

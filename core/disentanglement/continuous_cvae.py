@@ -7,7 +7,7 @@ added to every input embedding. S samples per example give token_nll [S, B, T].
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 import torch.nn as nn
@@ -17,22 +17,7 @@ from core.disentanglement.batching import SequenceBatch
 from core.disentanglement.cvae_output import CVAEOutput
 from core.disentanglement.decoder import Decoder, DecoderConfig, decode_latents, token_nll
 from core.disentanglement.encoder import SequenceEncoder
-
-PRIORS = ("fixed", "learned")  # fixed: N(0, I)
-
-
-@dataclass(frozen=True)
-class ContinuousCVAEConfig:
-    latent_dim: int = 8
-    prior: str = "fixed"
-    samples: int = 2
-    encoder_layers: int = 1
-
-    def __post_init__(self) -> None:
-        if self.latent_dim < 1 or self.samples < 1:
-            raise ValueError(f"latent_dim ({self.latent_dim}) and samples ({self.samples}) must be >= 1")
-        if self.prior not in PRIORS:
-            raise ValueError(f"prior: {self.prior!r} is not allowed; allowed values: {', '.join(PRIORS)}")
+from core.disentanglement.latent_configs import ContinuousCVAEConfig
 
 
 class ContinuousCVAE(nn.Module):
@@ -60,7 +45,7 @@ class ContinuousCVAE(nn.Module):
         mu, logvar = self.posterior(batch)
         noise = torch.randn((self.config.samples, *mu.shape), generator=generator, device=mu.device)
         latents = mu + (0.5 * logvar).exp() * noise  # [S, B, D]
-        logits = decode_latents(self.decoder, batch, latents)
+        logits = decode_latents(self.decoder, batch, latents, self.config.length_groups)
         nll = token_nll(logits, batch.y.expand(logits.shape[0], -1, -1))
         return CVAEOutput(
             token_nll=nll,

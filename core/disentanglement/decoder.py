@@ -121,8 +121,24 @@ def uniform_nll(vocab_size: int) -> float:
     return math.log(vocab_size)
 
 
-def decode_latents(decoder: Decoder, batch: SequenceBatch, latents: torch.Tensor) -> torch.Tensor:
-    """Logits of every y position under each of S latents per example: latents [S, B, D] -> [S, B, T, V]."""
+def decode_latents(decoder: Decoder, batch: SequenceBatch, latents: torch.Tensor, length_groups: int = 1) -> torch.Tensor:
+    """Logits of every y position under each of S latents per example: latents [S, B, D] -> [S, B, T, V].
+
+    With length_groups > 1 the examples are decoded in length-sorted groups, each padded only to its own
+    longest sequence: a random batch of mixed lengths then costs about what a length-bucketed one does.
+    Causal attention makes a position's logits independent of the padding after it, so the result is the
+    one-group result up to float rounding; the positions past each example's y hold zeros.
+    """
     samples, size = latents.shape[:2]
-    logits = decoder(batch.repeat(samples), latents.reshape(samples * size, -1))
-    return logits.view(samples, size, *logits.shape[1:])
+    if length_groups <= 1:
+        logits = decoder(batch.repeat(samples), latents.reshape(samples * size, -1))
+        return logits.view(samples, size, *logits.shape[1:])
+    steps = batch.y.shape[1]
+    pieces, order = [], []
+    for rows in batch.length_groups(length_groups):
+        group = batch.select(rows)
+        logits = decoder(group.repeat(samples), latents[:, rows].reshape(samples * len(rows), -1))
+        logits = logits.view(samples, len(rows), *logits.shape[1:])  # [S, g, T_g, V]
+        pieces.append(F.pad(logits, (0, 0, 0, steps - logits.shape[2])))
+        order.append(rows)
+    return torch.cat(pieces, dim=1)[:, torch.argsort(torch.cat(order))]

@@ -9,7 +9,7 @@ straight-through Gumbel-softmax samples (sample_weights None).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 import torch.nn as nn
@@ -20,29 +20,7 @@ from core.disentanglement.batching import SequenceBatch
 from core.disentanglement.cvae_output import CVAEOutput
 from core.disentanglement.decoder import Decoder, DecoderConfig, decode_latents, token_nll
 from core.disentanglement.encoder import SequenceEncoder
-
-PRIORS = ("fixed", "learned")  # fixed: uniform over the K codes
-ESTIMATORS = ("enumerate", "gumbel")
-
-
-@dataclass(frozen=True)
-class DiscreteCVAEConfig:
-    num_codes: int = 6
-    prior: str = "fixed"
-    estimator: str = "enumerate"
-    gumbel_samples: int = 2
-    gumbel_temperature: float = 1.0
-    encoder_layers: int = 1
-
-    def __post_init__(self) -> None:
-        if self.num_codes < 2:
-            raise ValueError(f"num_codes: {self.num_codes} is not allowed; it must be >= 2")
-        if self.prior not in PRIORS:
-            raise ValueError(f"prior: {self.prior!r} is not allowed; allowed values: {', '.join(PRIORS)}")
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator: {self.estimator!r} is not allowed; allowed values: {', '.join(ESTIMATORS)}")
-        if self.gumbel_samples < 1 or not self.gumbel_temperature > 0:
-            raise ValueError("gumbel_samples must be >= 1 and gumbel_temperature > 0")
+from core.disentanglement.latent_configs import DiscreteCVAEConfig
 
 
 class SharedDiscreteCVAE(nn.Module):
@@ -78,7 +56,7 @@ class SharedDiscreteCVAE(nn.Module):
             soft = F.softmax((q_logits + gumbels) / self.config.gumbel_temperature, dim=-1)
             latents = self.codes(soft.argmax(dim=-1)) - soft.detach() + soft  # straight-through, [S, B, K]
             sample_weights = None
-        logits = decode_latents(self.decoder, batch, latents)  # [S, B, T, V]
+        logits = decode_latents(self.decoder, batch, latents, self.config.length_groups)  # [S, B, T, V]
         nll = token_nll(logits, batch.y.expand(logits.shape[0], -1, -1))
         return CVAEOutput(
             token_nll=nll,

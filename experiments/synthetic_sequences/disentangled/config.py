@@ -6,8 +6,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from core.disentanglement.config import AggregationMode, ReconstructionConfig, check_positive_counts
-from core.disentanglement.continuous_cvae import ContinuousCVAEConfig
-from core.disentanglement.shared_discrete_cvae import DiscreteCVAEConfig
+from core.disentanglement.latent_configs import ContinuousCVAEConfig, DiscreteCVAEConfig
 
 MODELS = ("shared_discrete", "continuous")
 AUXILIARY_TERMS = {
@@ -55,6 +54,7 @@ class TrainConfig:
     gumbel_temperature: float = 1.0
     latent_dim: int = 8
     latent_samples: int = 2
+    length_groups: int = 8
     # optimisation
     seed: int = 0
     steps: int = 600
@@ -123,9 +123,14 @@ class TrainConfig:
                 gumbel_samples=self.gumbel_samples,
                 gumbel_temperature=self.gumbel_temperature,
                 encoder_layers=self.encoder_layers,
+                length_groups=self.length_groups,
             )
         return ContinuousCVAEConfig(
-            latent_dim=self.latent_dim, prior=self.prior, samples=self.latent_samples, encoder_layers=self.encoder_layers
+            latent_dim=self.latent_dim,
+            prior=self.prior,
+            samples=self.latent_samples,
+            encoder_layers=self.encoder_layers,
+            length_groups=self.length_groups,
         )
 
     @property

@@ -36,11 +36,12 @@ from core.disentanglement.batching import RecordBatcher, SpecialTokens, bucketed
 from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
 from core.disentanglement.continuous_cvae import ContinuousCVAE
 from core.disentanglement.decoder import DecoderConfig
+from core.disentanglement.latent_configs import ESTIMATORS
 from core.disentanglement.records import Records, RecordsError, read_records
 from core.disentanglement.reference import read_reference
 from core.disentanglement.schedule import warmup_cosine
 from core.disentanglement.scores import read_scores
-from core.disentanglement.shared_discrete_cvae import ESTIMATORS, SharedDiscreteCVAE
+from core.disentanglement.shared_discrete_cvae import SharedDiscreteCVAE
 from experiments.synthetic_sequences.disentangled.config import AUXILIARY_TERMS, BATCHING, CONTROLS, MODELS, TrainConfig
 from experiments.synthetic_sequences.disentangled.evaluate import evaluate
 from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLoss, objective, train_step
@@ -75,6 +76,8 @@ HELP = {
     "estimator": "discrete model: enumerate all K codes exactly, or gumbel (straight-through samples)",
     "latent_dim": "continuous model: latent dimensions",
     "latent_samples": "continuous model: reparameterised samples per example",
+    "length_groups": "decode each batch in this many length-sorted groups, each padded to its own longest example "
+    "(1: the whole batch padded as one; the numbers agree up to float rounding, the padded work shrinks)",
     "batching": f"training batches ({', '.join(BATCHING)}); bucketed pads less but makes batch-marginal terms see one length range",
     "device": "cpu, cuda, or auto (cuda when available)",
 }
@@ -162,6 +165,13 @@ def build_model(config: TrainConfig, vocab_size: int, max_len: int) -> torch.nn.
     )
     model_cls = SharedDiscreteCVAE if config.model == "shared_discrete" else ContinuousCVAE
     return model_cls(decoder_config, config.model_config)
+
+
+def initial_model(config: TrainConfig, inputs: dict) -> torch.nn.Module:
+    """The run's model before its first step: sized for the longest sequence of any split, initialised from the run's seed."""
+    torch.manual_seed(config.seed)
+    max_len = int(max(b.lengths.max() for b in inputs["batchers"].values())) + 16
+    return build_model(config, len(inputs["records"]["train"].vocab), max_len)
 
 
 # ---------------------------------------------------------------- schedule and state
@@ -283,6 +293,7 @@ def validation_metrics(model, batcher: RecordBatcher, base: tuple[torch.Tensor, 
 
 
 def train(config: TrainConfig) -> dict:
+    called = time.perf_counter()
     device = resolve_device(config.device)
     inputs = load_inputs(config)
     run_dir = config.run_path
@@ -290,10 +301,9 @@ def train(config: TrainConfig) -> dict:
     resume_path = run_dir / RESUME_FILE
     resumed = load_resume(resume_path, config)
 
-    torch.manual_seed(config.seed)
     batchers = inputs["batchers"]
-    max_len = int(max(b.lengths.max() for b in batchers.values())) + 16
-    model = build_model(config, len(inputs["records"]["train"].vocab), max_len).to(device)
+    model = initial_model(config, inputs).to(device)
+    max_len = model.decoder.config.max_len
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     start_step, rows = 0, []
     if resumed is not None:
@@ -399,6 +409,7 @@ def train(config: TrainConfig) -> dict:
             )
             sys.exit(128 + stop.signal)
 
+    loop_s = time.perf_counter() - started
     evaluation = evaluate(
         model,
         inputs["records"]["test"],
@@ -414,7 +425,13 @@ def train(config: TrainConfig) -> dict:
     with atomic_path(run_dir / "model.pt") as tmp:
         torch.save({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": max_len}, tmp)
     write_jsonl(rows, run_dir / "metrics.jsonl")
-    write_json({**metadata, "finished": now()}, run_dir / "metadata.json")
+    timing = {
+        "setup_s": started - called,
+        "train_loop_s": loop_s,  # this process's steps, with their validation passes and checkpoints
+        "train_steps": config.steps - start_step,
+        "evaluation_s": time.perf_counter() - started - loop_s,
+    }
+    write_json({**metadata, "finished": now(), "timing": timing}, run_dir / "metadata.json")
     write_json(evaluation, run_dir / "eval.json")
     resume_path.unlink(missing_ok=True)
     return evaluation

@@ -1,0 +1,133 @@
+"""Loss overhead: a CVAE training step optimising each reconstruction term, against the same step optimising raw mean.
+
+    python -m bench.losses [--rounds 20] [--steps 4] [--threads 2]
+
+The step is the trainer's own (train_step.train_step) on the default pilot's
+discrete model and batches, with real z-free scores b and c_base. Each variant
+has its own copy of the same initial model. Timing is interleaved: every round
+times a block of --steps steps of each variant in a shuffled order, and a
+variant's figure is the median over rounds of its block time over raw mean's
+block time in the same round, so drift on a shared machine cancels. A second
+raw-mean model timed the same way (the control) shows how finely the machine
+resolves a ratio. Target: every term under 1.03.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
+from experiments.synthetic_sequences.disentangled.train_disentangled import initial_model, load_inputs, step_generator
+from experiments.synthetic_sequences.disentangled.train_step import train_step
+
+BASELINE = ("raw", "mean", 0.0)
+CONTROL = "raw mean (control: the baseline step again)"
+TERMS = (
+    ("tokcc", "mean", 1.0),
+    ("tokcc", "sum", 1.0),
+    ("hybrid", "mean", 1.0),
+    ("hybrid", "sum", 1.0),
+    ("ex", "mean", 0.0),
+    ("ex", "sum", 0.0),
+)
+HYBRID = {"tokcc": 0.5, "dist": 0.5}
+TARGET = "< 1.03"
+
+
+class Variant:
+    """One objective's model, optimiser and step settings, started from the same weights as every other."""
+
+    def __init__(self, config, inputs: dict):
+        self.config = config
+        self.model = initial_model(config, inputs)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.settings = {
+            "reconstruction": config.reconstruction,
+            "c_base": inputs["reference"]["c_base"],
+            "beta": config.beta,
+            "auxiliary_weights": config.auxiliary_weights,
+        }
+
+    def block(self, batches) -> float:
+        started = time.perf_counter()
+        for step, (batch, base) in enumerate(batches):
+            train_step(
+                self.model,
+                self.optimizer,
+                batch,
+                base,
+                generator=step_generator(self.config.seed, step, "cpu"),
+                grad_clip=self.config.grad_clip,
+                **self.settings,
+            )
+        return time.perf_counter() - started
+
+
+def measure(rounds: int = 20, steps: int = 4, threads: int = 2) -> BenchResult:
+    torch.set_num_threads(threads)
+    command = f"python -m bench.losses --rounds {rounds} --steps {steps} --threads {threads}"
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = prepare_run_inputs(Path(tmp))
+        variants: dict[str, Variant] = {}
+        for term, mode, alpha in (BASELINE, BASELINE, *TERMS):
+            base_config = pilot_train_config(paths, Path(tmp) / "run", term="raw", mode=mode)
+            config = replace(
+                base_config,
+                reconstruction_term=term,
+                token_weight_alpha=alpha,
+                hybrid_coefficients=HYBRID if term == "hybrid" else {},
+            )
+            inputs = load_inputs(config)
+            name = CONTROL if f"{term} {mode}" in variants else f"{term} {mode}"
+            variants[name] = Variant(config, inputs)
+        batches = scheduled_batches(config, inputs, steps)
+
+    for variant in variants.values():  # warm-up: allocator, kernels, optimiser state
+        variant.block(batches)
+    rng = np.random.default_rng(0)
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for r in range(rounds):
+        for name in rng.permutation(list(variants)):
+            times[name].append(variants[name].block(batches))
+        if (r + 1) % 5 == 0:
+            progress(f"round {r + 1}/{rounds}")
+
+    baseline = np.array(times["raw mean"])
+    step_ms = float(np.median(baseline)) / steps * 1e3
+    figures = []
+    for name in (CONTROL, *(f"{term} {mode}" for term, mode, _ in TERMS)):
+        ratios = np.array(times[name]) / baseline
+        low, high = np.quantile(ratios, [0.25, 0.75])
+        figures.append(
+            Figure(
+                "loss overhead",
+                f"step {name} / step raw mean",
+                float(np.median(ratios)),
+                "x",
+                TARGET,
+                note=f"quartiles {low:.3f}-{high:.3f} over {rounds} rounds",
+            )
+        )
+    figures.append(Figure("loss overhead", "raw-mean training step (pilot model, batch 32)", step_ms, "ms"))
+    return BenchResult(command, figures, seconds=time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=4, help="training steps per timed block")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    print_result(measure(args.rounds, args.steps, args.threads))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Metric extraction and aggregate tables for 10, 100 and 1,000 runs' outputs.
+
+    python -m bench.tables [--runs 10 100 1000]
+
+One real run of the default pilot's discrete family is trained briefly; its
+run directory (eval.json, metrics.jsonl, run_config.json, metadata.json) is
+the template for N synthesised run directories keyed like the pipeline's
+(10 term/mode pairs x N/10 seeds, each with its own run_config and eval values
+jittered by its seed). Timed in-process, with the rules' own CLI entry points:
+`tables extract` of every run, then one `tables aggregate` over all of them.
+Target: under 10 s at 1,000 runs, linear growth. Also timed: one `tables
+extract` process, which is what Snakemake pays per run (start-up included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import (
+    BenchResult,
+    Figure,
+    pilot_train_config,
+    prepare_run_inputs,
+    print_result,
+    progress,
+    synthetic_families,
+    wall_time,
+)
+from experiments.synthetic_sequences.disentangled import tables
+from experiments.synthetic_sequences.disentangled.grid import expand_grid
+from experiments.synthetic_sequences.disentangled.train_disentangled import train
+
+RUN_FILES = ("eval.json", "metrics.jsonl", "run_config.json", "metadata.json")
+
+
+def jittered(value, rng: np.random.Generator):
+    """The same nested evaluation with every float scaled by 1 + 1% noise: seeds differ, the format does not."""
+    if isinstance(value, dict):
+        return {k: jittered(v, rng) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jittered(v, rng) for v in value]
+    if isinstance(value, float):
+        return value * (1 + 0.01 * rng.standard_normal())
+    return value
+
+
+def synthesise_runs(template: Path, root: Path, runs: int) -> list[Path]:
+    """`runs` run directories under root/runs in the pipeline's layout, made from one real run directory."""
+    evaluation = json.loads((template / "eval.json").read_text())
+    run_config = json.loads((template / "run_config.json").read_text())
+    run_dirs = []
+    for spec in expand_grid(synthetic_families(runs)):
+        run_dir = root / "runs" / spec.path
+        run_dir.mkdir(parents=True)
+        for name in ("metrics.jsonl", "metadata.json"):
+            shutil.copyfile(template / name, run_dir / name)
+        config = {
+            **run_config,
+            "reconstruction_term": spec.term,
+            "reconstruction_loss_token_aggregation_mode": spec.mode,
+            "token_weight_alpha": spec.alpha,
+            "seed": spec.seed,
+            "run_dir": str(run_dir),
+        }
+        (run_dir / "run_config.json").write_text(json.dumps(config))
+        rng = np.random.default_rng([spec.seed, len(run_dirs)])
+        (run_dir / "eval.json").write_text(json.dumps(jittered(evaluation, rng)))
+        run_dirs.append(run_dir)
+    return run_dirs
+
+
+def extract_and_aggregate(run_dirs: list[Path], root: Path, data_summary: str, references: list[str]) -> tuple[float, float]:
+    started = time.perf_counter()
+    metric_paths = []
+    for run_dir in run_dirs:
+        out = root / "metrics" / run_dir.relative_to(root / "runs").with_suffix(".parquet")
+        tables.main(["extract", "--run-dir", str(run_dir), "--out", str(out)])
+        metric_paths.append(str(out))
+    extracted = time.perf_counter()
+    tables.main(
+        ["aggregate", "--metrics", *metric_paths, "--data-summary", data_summary, "--references", *references]
+        + ["--out-dir", str(root / "tables")]
+    )
+    return extracted - started, time.perf_counter() - extracted
+
+
+def measure(runs: tuple[int, ...] = (10, 100, 1000)) -> BenchResult:
+    command = f"python -m bench.tables --runs {' '.join(map(str, runs))}"
+    started = time.perf_counter()
+    figures, curve = [], {"runs": [], "seconds": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        progress("a short real run as the template")
+        paths = prepare_run_inputs(tmp / "inputs", zfree_steps=20)
+        template = tmp / "template"
+        train(pilot_train_config(paths, template, steps=10, eval_every=10, eval_prompts_per_code=4))
+        data_summary = str(Path(paths["train_records"]).parent / "summary.json")
+        references = [f"{paths['reference_dir']}/{mode}.json" for mode in ("mean", "sum")]
+        for count in runs:
+            root = tmp / f"grid{count}"
+            run_dirs = synthesise_runs(template, root, count)
+            progress(f"{count} runs: extract and aggregate")
+            extract_s, aggregate_s = extract_and_aggregate(run_dirs, root, data_summary, references)
+            total = extract_s + aggregate_s
+            curve["runs"].append(count)
+            curve["seconds"].append(total)
+            target = "< 10" if count == 1000 else ""
+            note = f"extract {extract_s:.2f} s ({1e3 * extract_s / count:.1f} ms/run), aggregate {aggregate_s:.2f} s"
+            figures.append(Figure("tables", f"extract + aggregate, {count} runs", total, "s", target, note))
+        if len(runs) > 1:
+            growth = np.log(curve["seconds"][-1] / curve["seconds"][0]) / np.log(runs[-1] / runs[0])
+            figures.append(Figure("tables", f"growth exponent, {runs[0]} to {runs[-1]} runs (1 = linear)", float(growth), "", "<= 1.1"))
+        one_run = run_dirs[0]
+        process_s, _ = wall_time(
+            [sys.executable, "-m", "experiments.synthetic_sequences.disentangled.tables", "extract"]
+            + ["--run-dir", str(one_run), "--out", str(tmp / "one.parquet")]
+        )
+        figures.append(Figure("tables", "one `tables extract` process (Snakemake's cost per run)", process_s, "s"))
+    return BenchResult(command, figures, curves={"tables: extract + aggregate": curve}, seconds=time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, nargs="+", default=[10, 100, 1000])
+    args = parser.parse_args()
+    print_result(measure(tuple(args.runs)))
+
+
+if __name__ == "__main__":
+    main()

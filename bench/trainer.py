@@ -1,0 +1,95 @@
+"""Training throughput of the real trainer against a bare PyTorch loop over the same model and data.
+
+    python -m bench.trainer [--threads 1]
+
+The trainer runs one default-pilot run (discrete model, raw mean, its steps,
+batch size, validation and checkpoint intervals) in-process; its train-loop
+time (every step with its metrics, validation passes, checkpoints and logging)
+comes from the run's metadata.json timing. The bare loop trains a fresh copy of
+the same model from the same seed on the same batches, collated beforehand,
+with the same objective (reconstruction term + beta x KL), gradient clipping
+and AdamW, and nothing else. The bare loop is timed before and after the
+trainer and averaged. Target: trainer steps/s at least 0.9 of the bare loop's.
+Threads default to 1, as each pilot training job gets one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
+from core.disentanglement.losses import reconstruction_terms
+from experiments.synthetic_sequences.disentangled.train_disentangled import initial_model, load_inputs, step_generator, train
+
+
+def bare_loop(config, inputs: dict, batches: list) -> float:
+    """Seconds for plain forward / loss / backward / clip / AdamW steps over `batches`."""
+    model = initial_model(config, inputs)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    reconstruction, c_base = config.reconstruction, inputs["reference"]["c_base"]
+    model.train()
+    started = time.perf_counter()
+    for step, (batch, base) in enumerate(batches):
+        output = model(batch, step_generator(config.seed, step, "cpu"))
+        terms = reconstruction_terms(
+            output.token_nll,
+            base,
+            batch.mask,
+            mode=reconstruction.mode,
+            alpha=reconstruction.token_weight_alpha,
+            c_base=c_base,
+            epsilon=reconstruction.epsilon,
+            sample_weights=output.sample_weights,
+        )
+        loss = terms[reconstruction.term] + config.beta * output.kl
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        optimizer.step()
+    return time.perf_counter() - started
+
+
+def measure(threads: int = 1) -> BenchResult:
+    torch.set_num_threads(threads)
+    command = f"python -m bench.trainer --threads {threads}"
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = prepare_run_inputs(Path(tmp))
+        config = pilot_train_config(paths, Path(tmp) / "run")
+        inputs = load_inputs(config)
+        batches = scheduled_batches(config, inputs, config.steps)
+        progress(f"bare loop, {config.steps} steps")
+        bare = [bare_loop(config, inputs, batches)]
+        progress(f"trainer, {config.steps} steps (eval every {config.eval_every}, checkpoint every {config.checkpoint_every})")
+        trainer_started = time.perf_counter()
+        train(config)
+        trainer_wall = time.perf_counter() - trainer_started
+        timing = json.loads((Path(config.run_dir) / "metadata.json").read_text())["timing"]
+        progress(f"bare loop, {config.steps} steps")
+        bare.append(bare_loop(config, inputs, batches))
+    bare_s = sum(bare) / len(bare)
+    figures = [
+        Figure("trainer", "trainer steps/s / bare-loop steps/s", bare_s / timing["train_loop_s"], "x", ">= 0.9"),
+        Figure("trainer", f"bare loop, {config.steps} steps", bare_s, "s", note=f"before {bare[0]:.1f} s, after {bare[1]:.1f} s"),
+        Figure("trainer", f"trainer loop, {config.steps} steps", timing["train_loop_s"], "s", note="steps, validation, checkpoints"),
+        Figure("trainer", "trainer final test evaluation", timing["evaluation_s"], "s", note="once per run, after training"),
+        Figure("trainer", "trainer whole run (inputs, loop, evaluation)", trainer_wall, "s"),
+    ]
+    return BenchResult(command, figures, seconds=time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    print_result(measure(args.threads))
+
+
+if __name__ == "__main__":
+    main()

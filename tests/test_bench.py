@@ -1,0 +1,79 @@
+"""The benchmarks measure the real code paths: their generated grids, synthesised runs and padding counts are checked here."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.common import Figure, pilot_train_config, synthetic_families
+from bench.tables import extract_and_aggregate, synthesise_runs
+from bench.zfree import cvae_padding_share
+from core.disentanglement.artifacts import write_json
+from core.disentanglement.batching import RecordBatcher, SpecialTokens
+from core.disentanglement.records import read_records
+from core.disentanglement.reference import build_reference
+from experiments.synthetic_sequences.disentangled.config import TrainConfig
+from experiments.synthetic_sequences.disentangled.grid import expand_grid
+from experiments.synthetic_sequences.disentangled.train_disentangled import BatchSchedule, train
+
+
+@pytest.mark.parametrize("runs", [10, 100, 5000])
+def test_generated_grids_have_exactly_the_asked_number_of_runs(runs):
+    specs = expand_grid(synthetic_families(runs))
+    assert len(specs) == runs
+    assert len({spec.path for spec in specs}) == runs
+
+
+def test_a_grid_size_that_is_not_a_multiple_of_the_pairs_is_refused():
+    with pytest.raises(ValueError, match="runs: 15 is not a multiple of 10"):
+        synthetic_families(15)
+
+
+@pytest.mark.parametrize(
+    ("value", "target", "met"), [(1.02, "< 1.03", True), (1.03, "< 1.03", False), (2.5, ">= 2.5", True), (2.49, ">= 2.5", False)]
+)
+def test_a_figure_is_met_only_inside_its_target(value, target, met):
+    assert Figure("b", "n", value, "x", target).met is met
+    assert Figure("b", "n", value, "x").met is None
+
+
+def test_padding_share_counts_every_padded_position(data_dir):
+    records = read_records(data_dir / "train.parquet")
+    batcher = RecordBatcher(records.frame, SpecialTokens.from_vocab(records.vocab))
+    config = TrainConfig(*["-"] * 7, batch_size=16)
+    schedule = BatchSchedule(batcher.lengths, config.batch_size, config.seed, config.batching)
+    computed = sum(len(index) * batcher.lengths[index].max() for index in (schedule(s) for s in range(schedule.per_epoch)))
+    assert cvae_padding_share(batcher, config, 1) == pytest.approx(1 - batcher.lengths.sum() / computed)
+    assert cvae_padding_share(batcher, config, config.batch_size) == pytest.approx(0.0)  # one example per group pads nothing
+    assert 0 < cvae_padding_share(batcher, config, 4) < cvae_padding_share(batcher, config, 1)
+
+
+def test_synthesised_runs_go_through_the_real_extraction_and_aggregation(data_dir, scored, tmp_path):
+    for mode in ("mean", "sum"):
+        write_json(build_reference(scored / "val.parquet", mode), tmp_path / "reference" / f"{mode}.json")
+    inputs = {
+        **{f"{split}_records": str(data_dir / f"{split}.parquet") for split in ("train", "val", "test")},
+        **{f"{split}_scores": str(scored / f"{split}.parquet") for split in ("train", "val")},
+        "reference_dir": str(tmp_path / "reference"),
+    }
+    template = tmp_path / "template"
+    tiny = {"steps": 2, "eval_every": 2, "eval_prompts_per_code": 2, "d_model": 32, "n_layer": 1, "n_head": 2}
+    train(pilot_train_config(inputs, template, **tiny))
+
+    run_dirs = synthesise_runs(template, tmp_path / "grid", 20)
+    references = [str(tmp_path / "reference" / f"{mode}.json") for mode in ("mean", "sum")]
+    extract_and_aggregate(run_dirs, tmp_path / "grid", str(data_dir / "summary.json"), references)
+    runs = pd.read_parquet(tmp_path / "grid" / "tables" / "runs.parquet")
+    assert len(runs) == 20
+    assert sorted(runs.groupby(["term", "mode"]).size().unique()) == [2]  # 10 term/mode pairs x 2 seeds
+    assert runs["nmi"].nunique() == 20  # every run carries its own jittered values
+    assert np.isfinite(runs["nmi"]).all()
+
+
+def test_the_run_grid_and_the_tables_load_without_torch():
+    """The Snakefile imports the grid at every parse, and every extraction job imports the tables: neither pays for torch."""
+    code = "import sys, experiments.synthetic_sequences.disentangled.grid, experiments.synthetic_sequences.disentangled.tables; "
+    code += "print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
