@@ -6,7 +6,7 @@ One real run of the default pilot's discrete family is trained briefly; its
 run directory (eval.json, metrics.jsonl, run_config.json, metadata.json) is
 the template for N synthesised run directories keyed like the pipeline's
 (10 term/mode pairs x N/10 seeds, each with its own run_config and eval values
-jittered by its seed). Timed in-process, with the rules' own CLI entry points:
+jittered by its seed, and metrics.jsonl stretched to the pilot's 250 steps). Timed in-process, with the rules' own CLI entry points:
 `tables extract` of every run, then one `tables aggregate` over all of them.
 Target: under 10 s at 1,000 runs, linear growth. Also timed: one `tables
 extract` process, which is what Snakemake pays per run (start-up included).
@@ -27,6 +27,7 @@ import numpy as np
 from bench.common import (
     BenchResult,
     Figure,
+    default_config,
     pilot_train_config,
     prepare_run_inputs,
     print_result,
@@ -37,8 +38,6 @@ from bench.common import (
 from experiments.synthetic_sequences.disentangled import tables
 from experiments.synthetic_sequences.disentangled.grid import expand_grid
 from experiments.synthetic_sequences.disentangled.train_disentangled import train
-
-RUN_FILES = ("eval.json", "metrics.jsonl", "run_config.json", "metadata.json")
 
 
 def jittered(value, rng: np.random.Generator):
@@ -52,16 +51,31 @@ def jittered(value, rng: np.random.Generator):
     return value
 
 
+def pilot_length_metrics(rows: list[dict], steps: int, eval_every: int) -> str:
+    """A short run's metrics.jsonl stretched to a pilot run's length: a train row per step, a validation row every eval_every."""
+    train = [row for row in rows if row["split"] == "train"]
+    validation = [row for row in rows if row["split"] == "val"]
+    stretched = []
+    for step in range(1, steps + 1):
+        stretched.append({**train[(step - 1) % len(train)], "step": step})
+        if step % eval_every == 0 or step == steps:
+            stretched.append({**validation[-1], "step": step})
+    return "".join(json.dumps(row) + "\n" for row in stretched)
+
+
 def synthesise_runs(template: Path, root: Path, runs: int) -> list[Path]:
-    """`runs` run directories under root/runs in the pipeline's layout, made from one real run directory."""
+    """`runs` run directories under root/runs in the pipeline's layout, made from one real (short) run directory."""
     evaluation = json.loads((template / "eval.json").read_text())
     run_config = json.loads((template / "run_config.json").read_text())
+    settings = default_config()["families"]["discrete"]["settings"]
+    template_rows = [json.loads(line) for line in (template / "metrics.jsonl").read_text().splitlines()]
+    metrics = pilot_length_metrics(template_rows, settings["steps"], settings["eval_every"])
     run_dirs = []
     for spec in expand_grid(synthetic_families(runs)):
         run_dir = root / "runs" / spec.path
         run_dir.mkdir(parents=True)
-        for name in ("metrics.jsonl", "metadata.json"):
-            shutil.copyfile(template / name, run_dir / name)
+        shutil.copyfile(template / "metadata.json", run_dir / "metadata.json")
+        (run_dir / "metrics.jsonl").write_text(metrics)
         config = {
             **run_config,
             "reconstruction_term": spec.term,

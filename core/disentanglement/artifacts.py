@@ -16,6 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def umask_file_mode() -> int:
+    """The mode a plainly created file gets (0o666 less the umask), so collaborators can read shared results."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the destination's folder; rename it to `path` on success, delete it on error."""
@@ -26,6 +33,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
+        os.chmod(tmp, umask_file_mode())  # mkstemp creates 0600; the artifact should read like any other file
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
