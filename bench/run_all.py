@@ -1,6 +1,6 @@
 """Every benchmark in one run: figures against targets, a results file, the scaling plot, bench/README.md's table.
 
-    bench/run_all                 # about 10 minutes on 2 cores
+    bench/run_all                 # about 8 minutes on 2 cores
     python -m bench.run_all --out /tmp/bench   # write the results elsewhere and leave README.md alone
 
 Writes <out>/latest.json (machine, commands, figures, curves) and <out>/scaling.png,
