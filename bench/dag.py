@@ -5,12 +5,13 @@
 For each size, a generated config (the default discrete family, 10 term/mode
 pairs x runs/10 seeds) goes through the real Snakefile's dry run, with its
 listing of every job, as a researcher runs it. Two bare Snakefiles get the same
-dry run with the same number of jobs:
-  trivial      bench/snakefiles/trivial: chains of one-file jobs (the issue's baseline; target: under 2x)
-  same shape   bench/snakefiles/same_shape: the pipeline's files per job (6 inputs,
-               5 outputs, log and benchmark per training job) with trivial commands,
-               so ours / same shape is what the pipeline's own Python (config schema,
-               run grid, params and resource functions) adds to Snakemake's own work
+dry run at the same number of runs:
+  trivial      bench/snakefiles/trivial: as many jobs as ours, chains of one-file jobs
+               (the issue's baseline; target: under 2x)
+  same shape   bench/snakefiles/same_shape: the pipeline's files per training and
+               extraction job (6 inputs, 5 outputs, log and benchmark per training job)
+               with trivial commands, so ours / same shape is what the pipeline's rules
+               add beyond their files (config schema, run grid, params, resources, wildcards)
 Growth: the exponent of dry-run time between the two largest sizes (1 = linear).
 """
 
