@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -107,10 +108,10 @@ def workflow_dir(folder: Path, config: dict) -> list[str]:
     return ["snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(folder)]
 
 
-def wall_time(command: list[str], cwd: Path | None = None) -> tuple[float, str]:
+def wall_time(command: list[str]) -> tuple[float, str]:
     """Seconds a command takes and its stdout; a failing command stops the benchmark with its output."""
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
@@ -119,7 +120,7 @@ def wall_time(command: list[str], cwd: Path | None = None) -> tuple[float, str]:
 
 def slurm_client_without_controller() -> bool:
     """Slurm's client installed but no controller answering: every snakemake start then waits ~10 s in the slurm plugin."""
-    if not any((Path(p) / "sinfo").exists() for p in os.environ.get("PATH", "").split(os.pathsep)):
+    if shutil.which("sinfo") is None:
         return False
     try:
         return subprocess.run(["scontrol", "ping"], capture_output=True, timeout=15).returncode != 0

@@ -76,19 +76,19 @@ def measure(rounds: int = 20, steps: int = 4, threads: int = 2) -> BenchResult:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         paths = prepare_run_inputs(Path(tmp))
+        base_configs = {mode: pilot_train_config(paths, Path(tmp) / "run", term="raw", mode=mode) for mode in ("mean", "sum")}
+        inputs = {mode: load_inputs(config) for mode, config in base_configs.items()}  # the same records, each mode's c_base
         variants: dict[str, Variant] = {}
         for term, mode, alpha in (BASELINE, BASELINE, *TERMS):
-            base_config = pilot_train_config(paths, Path(tmp) / "run", term="raw", mode=mode)
             config = replace(
-                base_config,
+                base_configs[mode],
                 reconstruction_term=term,
                 token_weight_alpha=alpha,
                 hybrid_coefficients=HYBRID if term == "hybrid" else {},
             )
-            inputs = load_inputs(config)
             name = CONTROL if f"{term} {mode}" in variants else f"{term} {mode}"
-            variants[name] = Variant(config, inputs)
-        batches = scheduled_batches(config, inputs, steps)
+            variants[name] = Variant(config, inputs[mode])
+        batches = scheduled_batches(base_configs["mean"], inputs["mean"], steps)
 
     for variant in variants.values():  # warm-up: allocator, kernels, optimiser state
         variant.block(batches)

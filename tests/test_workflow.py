@@ -14,6 +14,7 @@ import pytest
 import torch
 import yaml
 
+from bench.common import slurm_client_without_controller
 from core.disentanglement.scores import read_scores
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +76,7 @@ def test_dry_run_wires_every_run_to_the_reference_of_its_own_mode(tmp_path, conf
 
 
 def test_pilot_dry_run_is_fast(tmp_path):
-    if shutil.which("scontrol") and subprocess.run(["sinfo", "-h"], capture_output=True, timeout=30).returncode != 0:
+    if slurm_client_without_controller():
         pytest.skip("Slurm's client is installed but no controller answers: the slurm plugin then waits 10 s for scontrol")
     started = time.perf_counter()
     run = snakemake("-n", "--configfile", "config/pilot.yaml", "--config", f"results={tmp_path}")

@@ -30,26 +30,28 @@ class SequenceBatch:
 
     def select(self, rows: torch.Tensor) -> SequenceBatch:
         """The examples at `rows`, trimmed to the longest of them: a sub-batch pads only to its own maximum."""
-        lengths = self.sequence_mask()[rows].sum(dim=1)
-        y_length = self.mask[rows].sum(dim=1)
-        length, y_max = int(lengths.max()), int(y_length.max())
+        length, y_max = int(self.lengths()[rows].max()), int(self.mask[rows].sum(dim=1).max())
         return SequenceBatch(
             self.tokens[rows, :length], self.y_start[rows], self.y[rows, :y_max], self.mask[rows, :y_max], self.index[rows]
         )
 
     def length_groups(self, groups: int) -> list[torch.Tensor]:
         """Row indices sorted by sequence length and cut into `groups` near-equal chunks (fewer for a small batch)."""
-        order = torch.argsort(self.sequence_mask().sum(dim=1), stable=True)
+        order = torch.argsort(self.lengths(), stable=True)
         return [rows for rows in order.tensor_split(min(groups, len(order))) if len(rows)]
 
     def repeat(self, times: int) -> SequenceBatch:
         """The batch stacked `times` over (sample-major: row s * B + i is example i), for S latents per example."""
         return self._map(lambda t: t.repeat(times, *[1] * (t.dim() - 1)))
 
+    def lengths(self) -> torch.Tensor:
+        """[B] long: the real tokens of each example, <bos> x <sep> y."""
+        return self.y_start + self.mask.sum(dim=1)
+
     def sequence_mask(self) -> torch.Tensor:
         """[B, L] bool: the real tokens <bos> x <sep> y."""
         columns = torch.arange(self.tokens.shape[1], device=self.tokens.device)
-        return columns < (self.y_start + self.mask.sum(dim=1))[:, None]
+        return columns < self.lengths()[:, None]
 
     def prompt_mask(self) -> torch.Tensor:
         """[B, L] bool: the conditioning tokens <bos> x <sep> alone."""

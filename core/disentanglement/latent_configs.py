@@ -8,13 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.disentanglement.config import check_positive_counts
+
 PRIORS = ("fixed", "learned")  # fixed: uniform over the K codes (discrete) or N(0, I) (continuous)
 ESTIMATORS = ("enumerate", "gumbel")
-
-
-def check_length_groups(groups: int) -> None:
-    if groups < 1:
-        raise ValueError(f"length_groups: {groups} is not allowed; it must be >= 1 (1 decodes each batch padded as one)")
 
 
 @dataclass(frozen=True)
@@ -28,7 +25,7 @@ class DiscreteCVAEConfig:
     length_groups: int = 8
 
     def __post_init__(self) -> None:
-        check_length_groups(self.length_groups)
+        check_positive_counts(self, ("length_groups",))
         if self.num_codes < 2:
             raise ValueError(f"num_codes: {self.num_codes} is not allowed; it must be >= 2")
         if self.prior not in PRIORS:
@@ -48,7 +45,7 @@ class ContinuousCVAEConfig:
     length_groups: int = 8
 
     def __post_init__(self) -> None:
-        check_length_groups(self.length_groups)
+        check_positive_counts(self, ("length_groups",))
         if self.latent_dim < 1 or self.samples < 1:
             raise ValueError(f"latent_dim ({self.latent_dim}) and samples ({self.samples}) must be >= 1")
         if self.prior not in PRIORS:
