@@ -18,9 +18,10 @@ RUN_FILES = (
     "metadata.json",
     "model.pt",
 )
-TABLES = ("runs", "aggregate", "mean_vs_sum", "confounds")
+TABLES = ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict")
 TABLE_FORMATS = ("parquet", "csv", "md")
-PLOTS = ("separation", "latent_usage", "mean_vs_sum")
+CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown
+PLOTS = ("separation", "latent_usage", "mean_vs_sum", "curves")
 RUN = "{family}/{term}_{mode}_{alpha}/seed{seed}"
 
 
@@ -63,15 +64,26 @@ def reference_artifacts():
     return expand(results("reference/{mode}.json"), mode=modes_used(GRID.values()))
 
 
-def family_flags(wildcards):
-    """The trainer flags a run's family fixes; the run key's parts come from the wildcards."""
+def run_spec(wildcards):
     path = RUN.format(**wildcards)
     if path not in GRID:
         raise ValueError(f"run {path} is not in the config's grid")
-    arguments = GRID[path].family_arguments()
+    return GRID[path]
+
+
+def family_flags(wildcards):
+    """The trainer flags a run's family fixes; the run key's parts come from the wildcards."""
+    arguments = run_spec(wildcards).family_arguments()
     if train_gpus(wildcards) > 0:
         arguments.setdefault("device", "auto")
+    if run_spec(wildcards).warm_start:
+        arguments["init_decoder"] = zfree_checkpoint()
     return cli_arguments(arguments)
+
+
+def warm_start_checkpoint(wildcards):
+    """The z-free checkpoint a warm-started family's decoder starts from (families with warm_start: true), else nothing."""
+    return [zfree_checkpoint()] if run_spec(wildcards).warm_start else []
 
 
 def train_resource(name, default):
@@ -95,14 +107,19 @@ def control_pairs():
 
 
 def table_files():
-    return expand(results("tables/{table}.{ext}"), table=TABLES, ext=TABLE_FORMATS)
+    tables = expand(results("tables/{table}.{ext}"), table=TABLES, ext=TABLE_FORMATS)
+    return tables + expand(results("tables/curves.{ext}"), ext=CURVE_FORMATS)
 
 
 def reported_table_files():
-    """The table files, CSVs flagged for `snakemake --report` (rendered there as sortable tables)."""
+    """The table files: the verdict and the CSVs flagged for `snakemake --report` (CSVs render there as sortable tables)."""
     # one line: snakemake's parser reads a line that starts with `report(` as the report: keyword
     tables = table_files()
-    return [report(t, category="Tables") if t.endswith(".csv") else t for t in tables]
+    return [report(t, category=report_category(t)) if t.endswith((".csv", "verdict.md")) else t for t in tables]
+
+
+def report_category(path):
+    return "Verdict" if os.path.basename(path).startswith("verdict.") else "Tables"
 
 
 def plot_files():

@@ -51,6 +51,7 @@ rule plots:
     input:
         runs=results("tables/runs.parquet"),
         mean_vs_sum=results("tables/mean_vs_sum.parquet"),
+        curves=results("tables/curves.parquet"),
     output:
         reported_plot_files(),
     log:
@@ -64,6 +65,8 @@ rule plots:
         mem_mb=1000,
     params:
         out_dir=output_folder,
+        control_of=control_pairs(),
     shell:
         "python -m experiments.synthetic_sequences.disentangled.plots --runs {input.runs} "
-        "--mean-vs-sum {input.mean_vs_sum} --out-dir {params.out_dir} > {log} 2>&1"
+        "--mean-vs-sum {input.mean_vs_sum} --curves {input.curves} --control-of '{params.control_of}' "
+        "--out-dir {params.out_dir} > {log} 2>&1"

@@ -7,6 +7,7 @@ rule train_run:
         val_scores=results("zfree/scores/val.parquet"),
         # wired by the run's own {mode}: a sum run can only ever be given reference/sum.json
         reference=results("reference/{mode}.json"),
+        warm_start=warm_start_checkpoint,
     output:
         evaluation=results(f"runs/{RUN}/eval.json"),
         metrics=results(f"runs/{RUN}/metrics.jsonl"),

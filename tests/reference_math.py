@@ -43,7 +43,7 @@ def expectation(per_sample, q, i):
 def terms(token_nll, b, mask, mode, alpha, c_base, epsilon, q=None):
     num_samples, batch = len(token_nll), len(b)
     raw, ex, tok, tokcc, tokinv = [], [], [], [], []
-    base_aggregates = []
+    base_aggregates, kappas, etas = [], [], []
     for i in range(batch):
         pi = power_weights(b[i], mask[i], alpha)
         rho = power_weights(b[i], mask[i], -alpha)
@@ -51,6 +51,8 @@ def terms(token_nll, b, mask, mode, alpha, c_base, epsilon, q=None):
         base_aggregates.append(B_i)
         kappa = W(b[i], pi, mask[i], mode) / B_i
         eta = W(b[i], rho, mask[i], mode) / B_i
+        kappas.append(kappa)
+        etas.append(eta)
         R_i = expectation([A(token_nll[s][i], mask[i], mode) for s in range(num_samples)], q, i)
         tok_i = expectation([W(token_nll[s][i], pi, mask[i], mode) for s in range(num_samples)], q, i)
         tokinv_i = expectation([W(token_nll[s][i], rho, mask[i], mode) for s in range(num_samples)], q, i)
@@ -71,6 +73,10 @@ def terms(token_nll, b, mask, mode, alpha, c_base, epsilon, q=None):
         "tokcc": batch_mean(tokcc) / c_base,
         "tokinv": batch_mean(tokinv) / c_base,
         "base_aggregate_min": min(base_aggregates),
+        "kappa_min": min(kappas),
+        "kappa_max": max(kappas),
+        "eta_min": min(etas),
+        "eta_max": max(etas),
     }
 
 

@@ -77,8 +77,8 @@ def test_default_pilot_runs_on_slurm_with_one_job_per_rule_instance_and_a_retry(
     per_comment = collections.Counter(comment for _, comment, _ in jobs)
     assert per_comment.pop(CANCELLED_COMMENT) == 2, "the preempted job was not resubmitted exactly once"
     assert all(count == 1 for count in per_comment.values()), [c for c, n in per_comment.items() if n > 1]
-    expected_rules = {"synthetic_sequences": 1, "train_zfree": 1, "score_records": 2, "reference_scale": 2, "train_run": 16}
-    expected_rules |= {"extract_metrics": 16, "aggregate_tables": 1, "plots": 1}
+    expected_rules = {"synthetic_sequences": 1, "train_zfree": 1, "score_records": 2, "reference_scale": 2, "train_run": 12}
+    expected_rules |= {"extract_metrics": 12, "aggregate_tables": 1, "plots": 1}
     seen_rules = collections.Counter()
     for comment in [*per_comment, CANCELLED_COMMENT]:
         rule = comment.removeprefix("rule_").split("_wildcards_")[0]
@@ -89,7 +89,7 @@ def test_default_pilot_runs_on_slurm_with_one_job_per_rule_instance_and_a_retry(
     assert sorted(state for _, comment, state in jobs if comment == CANCELLED_COMMENT) == ["CANCELLED", "COMPLETED"]
 
     # the same tables as a local run, and every run's parameters recovered from its Slurm comment
-    for table in ("runs", "aggregate", "mean_vs_sum", "confounds"):
+    for table in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict"):
         for ext in ("parquet", "csv", "md"):
             assert (results / "tables" / f"{table}.{ext}").stat().st_size > 0
     runs = pd.read_parquet(results / "tables" / "runs.parquet")

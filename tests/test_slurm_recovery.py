@@ -39,7 +39,7 @@ def dry_run_train_jobs(configfile, results):
 @pytest.mark.parametrize("configfile", ["config/pilot.yaml", "config/config.yaml"])
 def test_every_run_is_recovered_from_its_job_comment_log_path_and_run_directory(configfile, tmp_path):
     jobs = dry_run_train_jobs(configfile, tmp_path)
-    assert len(jobs) == (60 if "pilot" in configfile else 16)
+    assert len(jobs) == (60 if "pilot" in configfile else 12)
     for values, run_dir in jobs:
         wildcard_str = get_job_wildcards(SimpleNamespace(wildcards=values))  # the plugin's own function
         comment = f"rule_train_run_wildcards_{wildcard_str}"

@@ -1,12 +1,18 @@
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from experiments.synthetic_sequences.disentangled.contrasts import contrast_table, seeds_to_resolve, t_interval
 from experiments.synthetic_sequences.disentangled.plots import make_plots
-from experiments.synthetic_sequences.disentangled.tables import aggregate_table, bootstrap_ci, mean_vs_sum_table
+from experiments.synthetic_sequences.disentangled.tables import aggregate_table
+
+CONTROL_OF = {"main-scale": "main", "main-balance": "main"}
+T_975 = {1: 12.706204736174698, 2: 4.302652729911275, 3: 3.182446305284263}  # t(0.975, df) from a printed table
 
 
-def run(family, controls, term, mode, seed, nmi, mi=0.5):
+def run(family, controls, term, mode, seed, nmi, mi=0.5, converged=1.0):
     return {
         "family": family,
         "model": "shared_discrete",
@@ -19,6 +25,7 @@ def run(family, controls, term, mode, seed, nmi, mi=0.5):
         "reconstruction_scale": 1.0,
         "nmi": nmi,
         "mutual_information": mi,
+        "converged": converged,
     }
 
 
@@ -34,14 +41,60 @@ def runs():
     return pd.DataFrame(rows)
 
 
-def test_pairs_are_matched_by_seed_with_controls_beside(runs):
-    table = mean_vs_sum_table(runs, {"main-scale": "main", "main-balance": "main"})
-    nmi = table[(table.term == "raw") & (table.metric == "nmi")].iloc[0]
-    assert nmi["sum-mean:delta"] == pytest.approx(np.mean([0.3, 0.1, 0.6]))
-    assert nmi["scale-mean:delta"] == pytest.approx(0.05)
-    assert nmi["balance-mean:delta"] == pytest.approx(-0.1)
-    assert nmi["sum-mean:ci_low"] <= nmi["sum-mean:delta"] <= nmi["sum-mean:ci_high"]
-    assert "dist" not in set(table.term)  # a term without both modes yields no pair
+def test_paired_t_interval_matches_the_hand_formula():
+    differences = [0.3, 0.1, 0.6]
+    mean = sum(differences) / 3
+    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / 2)
+    half = T_975[2] * sd / math.sqrt(3)
+    got = t_interval(np.array(differences))
+    assert got == pytest.approx((mean, sd, mean - half, mean + half), rel=1e-9)
+
+
+def test_no_interval_with_one_seed():
+    mean, sd, low, high = t_interval(np.array([0.4]))
+    assert mean == 0.4 and all(math.isnan(v) for v in (sd, low, high))
+
+
+def test_contrasts_pair_by_seed_and_cover_both_controls(runs):
+    table = contrast_table(runs, CONTROL_OF)
+    nmi = table[(table.term == "raw") & (table.metric == "nmi")].set_index("comparison")
+    assert set(nmi.index) == {"sum-mean", "scale-mean", "balance-mean", "sum-scale", "sum-balance"}
+    assert nmi.loc["sum-mean", "delta"] == pytest.approx(np.mean([0.3, 0.1, 0.6]))
+    assert nmi.loc["scale-mean", "delta"] == pytest.approx(0.05)
+    assert nmi.loc["balance-mean", "delta"] == pytest.approx(-0.1)
+    assert nmi.loc["sum-scale", "delta"] == pytest.approx(np.mean([0.25, 0.05, 0.55]))
+    assert (nmi["n"] == 3).all()
+    assert nmi.loc["sum-mean", "ci_low"] < nmi.loc["sum-mean", "delta"] < nmi.loc["sum-mean", "ci_high"]
+    assert "dist" not in set(table.term)  # a term run in one mode only has nothing to pair
+
+
+def test_contrasts_are_written_only_for_arms_that_were_run(runs):
+    no_balance = runs[runs.family != "main-balance"]
+    table = contrast_table(no_balance, {"main-scale": "main"})
+    assert set(table.comparison) == {"sum-mean", "scale-mean", "sum-scale"}
+    assert not table[["delta", "n"]].isna().any().any()
+
+
+def test_a_seed_missing_from_one_arm_is_left_out_of_the_pair(runs):
+    table = contrast_table(runs[~((runs.family == "main") & (runs["mode"] == "sum") & (runs.seed == 2))], CONTROL_OF)
+    row = table[(table.comparison == "sum-mean") & (table.metric == "nmi")].iloc[0]
+    assert row["n"] == 2 and row["delta"] == pytest.approx(np.mean([0.3, 0.1]))
+
+
+def test_unconverged_runs_are_counted_per_contrast(runs):
+    runs.loc[(runs.family == "main") & (runs["mode"] == "sum") & (runs.seed == 1), "converged"] = 0.0
+    table = contrast_table(runs, CONTROL_OF).set_index(["comparison", "metric"])
+    assert table.loc[("sum-mean", "nmi"), "unconverged_runs"] == 1
+    assert table.loc[("scale-mean", "nmi"), "unconverged_runs"] == 0
+
+
+def test_seeds_to_resolve_is_the_first_n_whose_interval_resolves_the_observed_difference():
+    # |delta| >= margin: exclude 0. n=8: t(.975,7)=2.3646 * 0.25/sqrt(8) = 0.2090 >= 0.2; n=9: 2.3060 * 0.25/3 = 0.1922 < 0.2
+    assert seeds_to_resolve(0.2, 0.25, margin=0.05) == 9
+    # |delta| < margin: fit inside +-margin, i.e. half-width < 0.05 - 0.01. n=3: 4.3027 * 0.02/sqrt(3) = 0.0497; n=4: 0.0318
+    assert seeds_to_resolve(0.01, 0.02, margin=0.05) == 4
+    assert seeds_to_resolve(0.3, 5.0, margin=0.05, limit=50) == math.inf
+    assert math.isnan(seeds_to_resolve(0.3, math.nan, margin=0.05))
 
 
 def test_aggregate_reports_mean_sd_and_seed_count(runs):
@@ -52,19 +105,25 @@ def test_aggregate_reports_mean_sd_and_seed_count(runs):
     assert row["seeds"] == 3
 
 
-def test_bootstrap_ci_brackets_the_mean_and_needs_two_seeds():
-    low, high = bootstrap_ci(np.array([0.1, 0.2, 0.3, 0.4]))
-    assert 0.1 <= low < 0.25 < high <= 0.4
-    assert all(np.isnan(bootstrap_ci(np.array([0.3]))))
-    assert bootstrap_ci(np.array([0.1, 0.5])) == bootstrap_ci(np.array([0.1, 0.5]))  # seeded
-
-
-def test_a_single_seed_keeps_the_ci_columns_and_still_plots(runs, tmp_path):
+def test_a_single_seed_still_tabulates_and_plots(runs, tmp_path):
     one_seed = runs[runs.seed == 0]
-    table = mean_vs_sum_table(one_seed, {"main-scale": "main", "main-balance": "main"})
-    assert {"sum-mean:ci_low", "sum-mean:ci_high", "scale-mean:ci_low"} <= set(table.columns)
-    assert table["sum-mean:ci_low"].isna().all()
+    table = contrast_table(one_seed, CONTROL_OF)
+    assert (table["n"] == 1).all() and table["ci_low"].isna().all() and table["delta"].notna().all()
+    curves = pd.DataFrame(
+        [
+            {
+                **{k: r[k] for k in ("family", "controls", "term", "mode", "alpha", "seed")},
+                "metric": metric,
+                "step": step,
+                "value": step / 10,
+            }
+            for r in one_seed.to_dict("records")
+            for metric in ("mutual_information", "nmi")
+            for step in (10, 20)
+        ]
+    )
     one_seed.to_parquet(tmp_path / "runs.parquet")
     table.to_parquet(tmp_path / "pairs.parquet")
-    outputs = make_plots(tmp_path / "runs.parquet", tmp_path / "pairs.parquet", tmp_path / "plots")
+    curves.to_parquet(tmp_path / "curves.parquet")
+    outputs = make_plots(tmp_path / "runs.parquet", tmp_path / "pairs.parquet", tmp_path / "curves.parquet", tmp_path / "plots", CONTROL_OF)
     assert all(path.read_bytes()[:4] == b"\x89PNG" for path in outputs)

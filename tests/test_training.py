@@ -10,10 +10,11 @@ import torch
 
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
 from core.disentanglement.config import ReconstructionConfig
+from core.disentanglement.decoder import Decoder, DecoderConfig, warm_start
 from core.disentanglement.records import read_records
 from core.disentanglement.reference import main as reference_main
 from core.disentanglement.scores import read_scores
-from experiments.synthetic_sequences.disentangled.train_disentangled import RESUME_FILE, build_model, main, parse_config
+from experiments.synthetic_sequences.disentangled.train_disentangled import RESUME_FILE, build_model, main, parameter_groups, parse_config
 from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLoss, objective, train_step
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,13 +53,17 @@ def batch_and_base(data_dir, scored):
     return batch, base[index, : batch.mask.shape[1]], len(records.vocab)
 
 
-def tiny_model(model, vocab_size, length_groups=8):
+def tiny_config(model, *extra):
     config, _ = parse_config(
         ["--train-records", "a", "--val-records", "b", "--test-records", "c", "--train-scores", "d", "--val-scores", "e"]
-        + ["--reference", "f", "--run-dir", "g", "--model", model, *TINY_MODEL[:-2], "--length-groups", str(length_groups)]
+        + ["--reference", "f", "--run-dir", "g", "--model", model, *TINY_MODEL[:-2], *extra]
     )
+    return config
+
+
+def tiny_model(model, vocab_size, length_groups=8):
     torch.manual_seed(0)
-    return build_model(config, vocab_size, 96)
+    return build_model(tiny_config(model, "--length-groups", str(length_groups)), vocab_size, 96)
 
 
 SETTINGS = {"c_base": 1.3, "beta": 0.7, "auxiliary_weights": {}}
@@ -116,6 +121,37 @@ def test_length_grouped_decoding_matches_one_padded_batch(batch_and_base, model_
     assert grads_grouped.keys() == grads_one.keys()
     for name, grad in grads_one.items():
         torch.testing.assert_close(grads_grouped[name], grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("model_name", ["shared_discrete", "continuous"])
+def test_warm_start_copies_the_zfree_decoder_and_keeps_the_latent_projection(model_name):
+    model = tiny_model(model_name, vocab_size=20)
+    torch.manual_seed(1)
+    zfree = Decoder(DecoderConfig(vocab_size=20, max_len=40, d_model=32, n_layer=1, n_head=2))
+    projection = model.decoder.latent_projection.weight.clone()
+    warm_start(model.decoder, zfree)
+    source, target = zfree.state_dict(), model.decoder.state_dict()
+    for name, tensor in source.items():
+        if name == "position_embedding.weight":
+            assert torch.equal(target[name][:40], tensor) and len(target[name]) == 96
+        else:
+            assert torch.equal(target[name], tensor), name
+    assert torch.equal(model.decoder.latent_projection.weight, projection)
+    with pytest.raises(ValueError, match="init_decoder: .* has d_model 64, the CVAE decoder 32"):
+        warm_start(model.decoder, Decoder(DecoderConfig(vocab_size=20, d_model=64, n_layer=1, n_head=2)))
+
+
+def test_a_warm_started_decoder_learns_at_its_own_rate_and_everything_else_at_lr():
+    cold = tiny_config("shared_discrete")
+    warm = tiny_config("shared_discrete", "--init-decoder", "zfree.pt", "--warm-decoder-lr-factor", "0.1")
+    model = build_model(warm, 20, 96)
+    names = {id(p): n for n, p in model.named_parameters()}
+    groups = parameter_groups(model, warm)
+    assert [g["lr_factor"] for g in groups] == [1.0, 0.1]
+    slow = {names[id(p)] for p in groups[1]["params"]}
+    assert slow == {n for n in names.values() if n.startswith("decoder.") and "latent_projection" not in n}
+    assert sum(len(g["params"]) for g in groups) == len(names)
+    assert [g["lr_factor"] for g in parameter_groups(model, cold)] == [1.0]
 
 
 def test_non_finite_loss_stops_before_the_weights_change(batch_and_base):
@@ -179,7 +215,13 @@ def test_short_run_writes_every_artifact(io_flags, tmp_path, model_name):
     assert [r["step"] for r in rows if r["split"] == "val"] == [10, 12]
     for row in rows:
         assert {"reconstruction_loss", "reconstruction_objective", "kl", "beta_kl", "tokens_mean", "tokens_min", "tokens_max"} <= row.keys()
-        assert "base_aggregate_min" in row and "reconstruction_to_kl" in row
+        assert {"base_aggregate_min", "kappa_min", "kappa_max", "eta_min", "eta_max", "reconstruction_to_kl"} <= row.keys()
+    curve = {"mutual_information", "nmi", "ami", "shuffled_z_nll_rise_per_token", "recon_nll_per_token", "recon_nll_per_example"}
+    for row in (r for r in rows if r["split"] == "val"):
+        assert curve | {"codes_used" if model_name == "shared_discrete" else "active_units"} <= row.keys()
+        assert row["recon_nll_per_example"] == pytest.approx(row["recon_nll_per_token"] * row["tokens_mean"], rel=1e-4)
+    assert 0 <= metadata["timing"]["validation_s"] < metadata["timing"]["train_loop_s"]
+    assert set(evaluation["samples"]["by_length_bucket"]) <= set(evaluation["strategy_separation"]["within_length_bucket"])
     usage = evaluation["latent_usage"]
     assert ("codes_used" in usage) == (model_name == "shared_discrete") and ("active_units" in usage) == (model_name == "continuous")
     separation = evaluation["strategy_separation"]

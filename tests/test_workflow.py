@@ -95,11 +95,16 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({(*RUN0, "alpha"): -1}, "-1 is less than the minimum of 0"),
         ({(*RUN0, "alpha"): 1}, "families.discrete.runs[0].alpha: 1.0 on term 'raw', which has no token weights"),
         ({("families", "discrete", "seeds"): []}, "On instance['families']['discrete']['seeds']"),
-        ({("families", "discrete", "runs", 1): {"term": "raw", "modes": ["sum"]}}, "duplicate run key discrete/raw_sum_0/seed0"),
+        (
+            {("families", "discrete", "runs"): [{"term": "raw", "modes": ["mean", "sum"]}, {"term": "raw", "modes": ["sum"]}]},
+            "duplicate run key discrete/raw_sum_0/seed0",
+        ),
         ({("reference", "source"): "zfreee"}, "'zfreee' is not one of ['zfree', 'entangled']"),
         ({("data", "length_overlap"): 1.5}, "1.5 is greater than the maximum of 1"),
         ({("zfree", "steps"): 0}, "0 is less than the minimum of 1"),
-        ({("data", "min_size"): 6}, "data.min_size (6) must be <= data.max_size (5)"),
+        ({("data", "min_size"): 6}, "data.min_size (6) must be <= data.max_size (3)"),
+        ({("data", "tasks"): ["add", "multiply"]}, "'multiply' is not one of ['add', 'sort', 'count']"),
+        ({("families", "discrete", "warm_start"): "yes"}, "'yes' is not of type 'boolean'"),
     ],
 )
 def test_bad_config_fails_at_parse_time_naming_the_field(tmp_path, override, message):
@@ -152,20 +157,29 @@ def jobs_that_ran(run) -> set[str]:
 
 @pytest.mark.slow
 def test_default_pilot_produces_every_table_and_plot(pipeline):
-    for table in ("runs", "aggregate", "mean_vs_sum", "confounds"):
+    for table in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict"):
         for ext in ("parquet", "csv", "md"):
             assert (pipeline / "tables" / f"{table}.{ext}").stat().st_size > 0
-    for plot in ("separation", "latent_usage", "mean_vs_sum"):
+    for plot in ("separation", "latent_usage", "mean_vs_sum", "curves"):
         assert (pipeline / "plots" / f"{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     runs = pd.read_parquet(pipeline / "tables" / "runs.parquet")
-    assert len(runs) == 16 and set(runs["mode"]) == {"mean", "sum"}
-    assert {"nmi", "mutual_information", "probe_accuracy", "parse_rate", "reconstruction_to_kl"} <= set(runs.columns)
-    pairs = pd.read_parquet(pipeline / "tables" / "mean_vs_sum.parquet")
-    raw_nmi = pairs[(pairs.term == "raw") & (pairs.metric == "nmi")].iloc[0]
-    assert {"sum-mean:delta", "scale-mean:delta", "balance-mean:delta"} <= set(pairs.columns)
-    assert all(np.isfinite(raw_nmi[c]) for c in ("sum-mean:delta", "scale-mean:delta", "balance-mean:delta"))
-    for table in ("runs", "aggregate"):
-        assert "mode" in pd.read_parquet(pipeline / "tables" / f"{table}.parquet").columns
+    assert len(runs) == 12 and set(runs["mode"]) == {"mean", "sum"}
+    assert {"nmi", "mutual_information", "probe_accuracy", "parse_rate", "converged", "recon_rel_change", "mi_change"} <= set(runs.columns)
+    assert {"train_tokens_mean", "train_tokens_min", "val_tokens_max", "train_base_aggregate_min", "train_kappa_max"} <= set(runs.columns)
+    contrasts = pd.read_parquet(pipeline / "tables" / "mean_vs_sum.parquet")
+    raw_mi = contrasts[(contrasts.term == "raw") & (contrasts.metric == "mutual_information")].set_index("comparison")
+    assert set(raw_mi.index) == {"sum-mean", "scale-mean", "balance-mean", "sum-scale", "sum-balance"}
+    assert (raw_mi["n"] == 3).all() and np.isfinite(raw_mi[["delta", "ci_low", "ci_high"]].to_numpy()).all()
+    verdict = pd.read_parquet(pipeline / "tables" / "verdict.parquet")
+    assert set(verdict.metric) == {"mutual_information", "nmi"} and verdict["verdict"].str.len().gt(0).all()
+    curves = pd.read_parquet(pipeline / "tables" / "curves.parquet")
+    assert curves.groupby(["family", "mode", "seed"]).step.nunique().eq(10).all()  # ten evaluations per run
+    for table in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict"):
+        frame = pd.read_parquet(pipeline / "tables" / f"{table}.parquet")
+        assert not frame.isna().all(axis=1).any() and not frame.isna().all(axis=0).any(), table
+    confounds = pd.read_parquet(pipeline / "tables" / "confounds.parquet")
+    samples = confounds[confounds.diagnostic == "sample_parse_rate"]
+    assert set(samples["mode"]) == {"mean", "sum"} and samples.scope.nunique() >= 2
     references = {mode: json.loads((pipeline / "reference" / f"{mode}.json").read_text()) for mode in ("mean", "sum")}
     assert references["mean"]["scores_sha256"] == references["sum"]["scores_sha256"]
     assert references["sum"]["c_base"] > references["mean"]["c_base"] * references["mean"]["token_count"]["min"]
@@ -180,6 +194,7 @@ def test_report_holds_the_tables_and_plots(pipeline, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     html = (tmp_path / "report.html").read_text()
     assert "mean_vs_sum.png" in html and "mean_vs_sum.csv" in html
+    assert "curves.png" in html and "verdict.md" in html
 
 
 @pytest.mark.slow

@@ -111,6 +111,31 @@ class Decoder(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
 
+@torch.no_grad()
+def warm_start(decoder: Decoder, zfree: Decoder, source: str = "the z-free decoder") -> None:
+    """Copy a z-free decoder's weights into a latent-conditioned one of the same width, depth and vocabulary.
+
+    The latent projection has no z-free counterpart and keeps its small random initialisation: at zero every
+    code would get the same gradient and the codes could never tell themselves apart. Position embeddings are
+    copied for the positions both have.
+    """
+    for name in ("vocab_size", "d_model", "n_layer", "n_head"):
+        if getattr(decoder.config, name) != getattr(zfree.config, name):
+            raise ValueError(
+                f"init_decoder: {source} has {name} {getattr(zfree.config, name)}, the CVAE decoder {getattr(decoder.config, name)}; "
+                "they must match for a warm start"
+            )
+    source_state = zfree.state_dict()
+    for name, tensor in decoder.state_dict().items():
+        if name.startswith("latent_projection."):
+            continue
+        if name == "position_embedding.weight":
+            rows = min(len(tensor), len(source_state[name]))
+            tensor[:rows] = source_state[name][:rows]
+        else:
+            tensor.copy_(source_state[name])
+
+
 def token_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Per-token NLL -log p(y_t | ...), [..., T]; padding positions hold junk the mask must drop."""
     return F.cross_entropy(logits.flatten(0, -2), targets.flatten(), reduction="none").view(targets.shape)

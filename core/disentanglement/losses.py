@@ -114,8 +114,9 @@ def reconstruction_terms(
     c_base                c_base^a from reference_scale on validation records, same mode
     epsilon               in the selected mode's units: nats/token under mean, nats/example under sum
 
-    Returns raw, dist, ex, tok, tokcc, tokinv (spec L^a_raw ... L^a_tokinv) and
-    base_aggregate_min = min_i A_a(b_i), the smallest ex denominator before epsilon.
+    Returns raw, dist, ex, tok, tokcc, tokinv (spec L^a_raw ... L^a_tokinv) and the diagnostics
+    base_aggregate_min = min_i A_a(b_i), the smallest ex denominator before epsilon, and the batch's
+    smallest and largest kappa_i^a and eta_i^a (kappa_min ... eta_max): 1 at alpha = 0.
     """
     mode = parse_aggregation_mode(mode, "mode")
     alpha = check_alpha(alpha, "alpha")
@@ -154,6 +155,10 @@ def reconstruction_terms(
         "tokcc": (tok / kappa).mean() / c_base,
         "tokinv": (tokinv / eta).mean() / c_base,
         "base_aggregate_min": base_aggregate.min(),
+        "kappa_min": kappa.min(),
+        "kappa_max": kappa.max(),
+        "eta_min": eta.min(),
+        "eta_max": eta.max(),
     }
 
 

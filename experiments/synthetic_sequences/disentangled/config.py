@@ -30,6 +30,7 @@ class TrainConfig:
     val_scores: str
     reference: str
     run_dir: str
+    init_decoder: str = ""  # a z-free checkpoint to warm-start the decoder from; "" = random initialisation
     # objective
     model: str = "shared_discrete"
     reconstruction_term: str = "dist"
@@ -61,6 +62,7 @@ class TrainConfig:
     batch_size: int = 64
     batching: str = "random"
     lr: float = 2e-3
+    warm_decoder_lr_factor: float = 1.0
     weight_decay: float = 0.01
     warmup_steps: int = 50
     grad_clip: float = 1.0
@@ -93,6 +95,8 @@ class TrainConfig:
         )
         if not self.lr > 0:
             raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
+        if not self.warm_decoder_lr_factor > 0:
+            raise ValueError(f"warm_decoder_lr_factor: {self.warm_decoder_lr_factor} is not allowed; it must be > 0")
 
     def control_factors(self, mean_train_tokens: float) -> tuple[float, float]:
         """(reconstruction multiplier, beta multiplier) of the selected control."""

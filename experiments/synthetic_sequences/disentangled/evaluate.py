@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -22,38 +23,54 @@ from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from core.disentanglement.batching import RecordBatcher
+from core.disentanglement.batching import RecordBatcher, SequenceBatch
+from core.disentanglement.cvae_output import CVAEOutput
 from core.disentanglement.decoder import token_nll
+from core.disentanglement.losses import posterior_expectation
+from core.disentanglement.masking import zero_padding
 from core.disentanglement.records import Records
 from core.disentanglement.sampling import sample_outputs
 from core.disentanglement.shared_discrete_cvae import SharedDiscreteCVAE
 from experiments.synthetic_sequences.tasks import EOS, ParseError, parse_output
 
 LENGTH_BUCKETS = 3
+BatchScore = Callable[[CVAEOutput, SequenceBatch], dict[str, float]]
 
 
 @torch.inference_mode()
-def posterior_pass(model, batcher: RecordBatcher, batch_size: int, seed: int, device) -> dict:
-    """Posterior features, KL, and decoder NLL with each example's own latent and with latents shuffled."""
+def posterior_pass(model, batcher: RecordBatcher, batch_size: int, seed: int, device, score: BatchScore | None = None) -> dict:
+    """Posterior features, KL, and decoder NLL under q, with each example's own latent and with latents shuffled.
+
+    The records are visited in one fixed random order, so shuffling z within a batch mixes strategies and
+    lengths. `score(output, batch)` adds per-batch means (the training objective's parts, say), averaged over
+    examples; it sees the same forward pass, so nothing is decoded twice.
+    """
     rng = np.random.default_rng([seed, 1])
-    generator = torch.Generator().manual_seed(seed)
+    shuffle_generator = torch.Generator().manual_seed(seed)
+    sample_generator = torch.Generator(device=device).manual_seed(seed)  # the model's noise, independent of any earlier draw
     order = rng.permutation(len(batcher))
     features, logvars, rows = [], [], []
     kl_total, supervised = 0.0, 0
-    nll_total = {"own": 0.0, "shuffled": 0.0}  # summed over every supervised token of every example
+    scored: dict[str, float] = {}
+    nll_total = {"expected": 0.0, "own": 0.0, "shuffled": 0.0}  # summed over every supervised token of every example
     for start in range(0, len(order), batch_size):
         batch = batcher.batch(order[start : start + batch_size]).to(device)
-        output = model(batch)
+        output = model(batch, sample_generator)
+        size = len(batch.index)
         rows.append(batch.index.cpu().numpy())
         features.append(output.posterior.cpu().numpy())
         if not isinstance(model, SharedDiscreteCVAE):
             logvars.append(model.posterior(batch)[1].cpu().numpy())
-        kl_total += output.kl.item() * len(batch.index)
+        kl_total += output.kl.item() * size
+        example_nll = zero_padding(output.token_nll, batch.mask).sum(dim=-1)  # [S, B]
+        nll_total["expected"] += posterior_expectation(example_nll, output.sample_weights).sum().item()
         latent = model.mode_latent(batch)
-        shuffled = latent[torch.randperm(len(latent), generator=generator).to(device)]
+        shuffled = latent[torch.randperm(len(latent), generator=shuffle_generator).to(device)]
         for kind, z in (("own", latent), ("shuffled", shuffled)):
             nll_total[kind] += torch.where(batch.mask, token_nll(model.decoder(batch, z), batch.y), 0.0).sum().item()
         supervised += batch.num_supervised
+        for name, value in (score(output, batch) if score else {}).items():
+            scored[name] = scored.get(name, 0.0) + value * size
     index = np.concatenate(rows)
     restore = np.argsort(index)
     n = len(index)
@@ -61,10 +78,13 @@ def posterior_pass(model, batcher: RecordBatcher, batch_size: int, seed: int, de
         "features": np.concatenate(features)[restore],
         "logvar": np.concatenate(logvars)[restore] if logvars else None,
         "kl": kl_total / n,
+        "recon_nll_per_token": nll_total["expected"] / supervised,
+        "recon_nll_per_example": nll_total["expected"] / n,
         "nll_per_token": nll_total["own"] / supervised,
         "shuffled_nll_per_token": nll_total["shuffled"] / supervised,
         "nll_per_example": nll_total["own"] / n,
         "shuffled_nll_per_example": nll_total["shuffled"] / n,
+        "scored": {name: total / n for name, total in scored.items()},
     }
 
 
@@ -124,10 +144,15 @@ def separation(assigned: np.ndarray, features: np.ndarray, strategy: np.ndarray,
     }
 
 
+def length_buckets(frame: pd.DataFrame) -> pd.Series:
+    """Each record's y-length bucket ('y_length 3-9'): LENGTH_BUCKETS quantile bins of the split's lengths."""
+    buckets = pd.qcut(frame["y_length"], LENGTH_BUCKETS, duplicates="drop")
+    return buckets.map(lambda interval: f"y_length {interval.left:.0f}-{interval.right:.0f}").astype(str)
+
+
 def separation_report(assigned: np.ndarray, features: np.ndarray, frame: pd.DataFrame, seed: int) -> dict:
     """Strategy separation overall, within each task, within y-length buckets, and against shuffled labels."""
     strategy = frame["strategy"].to_numpy()
-    buckets = pd.qcut(frame["y_length"], LENGTH_BUCKETS, duplicates="drop")
     shuffled = np.random.default_rng([seed, 2]).permutation(strategy)
     return {
         "overall": separation(assigned, features, strategy, seed),
@@ -139,33 +164,43 @@ def separation_report(assigned: np.ndarray, features: np.ndarray, frame: pd.Data
             task: separation(assigned[rows], features[rows], strategy[rows], seed) for task, rows in frame.groupby("task").indices.items()
         },
         "within_length_bucket": {
-            f"y_length {interval.left:.0f}-{interval.right:.0f}": separation(assigned[rows], features[rows], strategy[rows], seed)
-            for interval, rows in frame.groupby(buckets, observed=True).indices.items()
+            bucket: separation(assigned[rows], features[rows], strategy[rows], seed)
+            for bucket, rows in frame.groupby(length_buckets(frame), sort=False).indices.items()
         },
     }
 
 
 def sample_report(model, latents: torch.Tensor, records: Records, batcher: RecordBatcher, prompts: int, seed: int, device) -> dict:
-    """Per code: samples of y for the same test prompts; parse rate, answer accuracy, strategy consistency."""
+    """Per code: samples of y for the same test prompts; parse rate, answer accuracy, strategy consistency.
+
+    by_length_bucket pools the codes: the parse rate and answer accuracy of the samples whose prompt's
+    reference y falls in each length bucket (a confound the note names: length may go with parse success).
+    """
     frame = records.frame
     chosen = np.sort(np.random.default_rng([seed, 3]).choice(len(frame), size=min(prompts, len(frame)), replace=False))
+    bucket_of = length_buckets(frame).to_numpy()
     batch = batcher.batch(chosen).to(device)
     generator = torch.Generator(device=device).manual_seed(seed)
     max_new = int(frame["y_length"].max()) + 8
     eos = records.token_id(EOS)
-    per_code = []
+    per_code, by_bucket = [], {}
     for code, latent in enumerate(latents):
         outputs = sample_outputs(
             model.decoder, batch, latent.expand(len(chosen), -1), eos_id=eos, max_new_tokens=max_new, generator=generator
         )
         parsed, correct = [], 0
         for row, y in zip(chosen, outputs, strict=True):
+            tally = by_bucket.setdefault(bucket_of[row], {"samples": 0, "parsed": 0, "correct": 0})
+            tally["samples"] += 1
             try:
                 result = parse_output(frame["task"].iat[row], [records.vocab[t] for t in y])
             except ParseError:
                 continue
+            is_correct = result.answer == frame["answer"].iat[row]
             parsed.append(result.strategy)
-            correct += result.answer == frame["answer"].iat[row]
+            correct += is_correct
+            tally["parsed"] += 1
+            tally["correct"] += is_correct
         counts = Counter(parsed)
         majority, majority_count = counts.most_common(1)[0] if counts else (None, 0)
         per_code.append(
@@ -185,35 +220,54 @@ def sample_report(model, latents: torch.Tensor, records: Records, batcher: Recor
         "parse_rate": float(np.mean([c["parse_rate"] for c in per_code])),
         "answer_accuracy": float(np.mean([c["answer_accuracy"] for c in per_code])),
         "strategy_consistency": float(np.mean(consistent)) if consistent else None,
+        "by_length_bucket": {
+            bucket: {"samples": t["samples"], "parse_rate": t["parsed"] / t["samples"], "answer_accuracy": t["correct"] / t["samples"]}
+            for bucket, t in sorted(by_bucket.items(), key=lambda item: int(item[0].split()[1].split("-")[0]))
+        },
+    }
+
+
+def latent_summary(model, passed: dict, num_strategies: int, seed: int) -> tuple[dict, np.ndarray, np.ndarray | None]:
+    """(usage, the cluster of each example, the k-means centroids or None) from a posterior pass.
+
+    Discrete: the argmax code. Continuous: a k-means of E_q[z] with one cluster per strategy.
+    """
+    features = passed["features"]
+    if isinstance(model, SharedDiscreteCVAE):
+        return discrete_usage(features), features.argmax(axis=1), None
+    kmeans = KMeans(n_clusters=num_strategies, n_init=10, random_state=seed).fit(features)
+    return continuous_usage(features, passed["logvar"], seed), kmeans.labels_, kmeans.cluster_centers_
+
+
+def shuffled_z_rise(passed: dict) -> dict:
+    """How much the decoder NLL rises when each example gets another example's latent."""
+    return {
+        "shuffled_z_nll_rise_per_token": passed["shuffled_nll_per_token"] - passed["nll_per_token"],
+        "shuffled_z_nll_rise_per_example": passed["shuffled_nll_per_example"] - passed["nll_per_example"],
     }
 
 
 def evaluate(model, records: Records, batcher: RecordBatcher, *, seed: int, prompts_per_code: int, batch_size: int, device) -> dict:
     model.eval()
     passed = posterior_pass(model, batcher, batch_size, seed, device)
-    features = passed["features"]
-    num_strategies = records.frame["strategy"].nunique()
-    if isinstance(model, SharedDiscreteCVAE):
-        usage = discrete_usage(features)
-        assigned = features.argmax(axis=1)
+    usage, assigned, centroids = latent_summary(model, passed, records.frame["strategy"].nunique(), seed)
+    if centroids is None:
         latents = model.codes(torch.arange(model.config.num_codes, device=device))
     else:
-        usage = continuous_usage(features, passed["logvar"], seed)
-        kmeans = KMeans(n_clusters=num_strategies, n_init=10, random_state=seed).fit(features)
-        assigned = kmeans.labels_
-        latents = torch.as_tensor(kmeans.cluster_centers_, dtype=torch.float32, device=device)
+        latents = torch.as_tensor(centroids, dtype=torch.float32, device=device)
     latent_usage = {
         "kl": passed["kl"],
         **usage,
+        "recon_nll_per_token": passed["recon_nll_per_token"],
+        "recon_nll_per_example": passed["recon_nll_per_example"],
         "nll_per_token": passed["nll_per_token"],
         "shuffled_z_nll_per_token": passed["shuffled_nll_per_token"],
-        "shuffled_z_nll_rise_per_token": passed["shuffled_nll_per_token"] - passed["nll_per_token"],
-        "shuffled_z_nll_rise_per_example": passed["shuffled_nll_per_example"] - passed["nll_per_example"],
+        **shuffled_z_rise(passed),
     }
     return {
         "split": records.split,
         "records": len(records),
         "latent_usage": latent_usage,
-        "strategy_separation": separation_report(assigned, features, records.frame, seed),
+        "strategy_separation": separation_report(assigned, passed["features"], records.frame, seed),
         "samples": sample_report(model, latents, records, batcher, prompts_per_code, seed, device),
     }

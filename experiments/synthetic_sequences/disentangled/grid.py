@@ -12,6 +12,7 @@ Config shape (validated by config/schema/config.schema.yaml first):
         seeds: [0, 1]
         beta: 0.2
         controls: none | scale | balance     # scale: reconstruction x mean train token count; balance: beta x it
+        warm_start: false                    # true: every run's decoder starts from the z-free checkpoint
         control_of: <family>                 # for a control family: the family it is compared against
         settings: {...}                      # any other train_disentangled flag, e.g. steps, num_codes
         hybrid: {tokcc: 0.5, dist: 0.5}      # coefficients, when a run uses term hybrid
@@ -41,6 +42,7 @@ GRID_FIELDS = PATH_FIELDS + (
     "beta",
     "controls",
     "hybrid_coefficients",
+    "init_decoder",
 )
 SETTABLE_FIELDS = tuple(f for f in TrainConfig.__dataclass_fields__ if f not in GRID_FIELDS)
 
@@ -98,6 +100,7 @@ class RunSpec:
     seed: int
     beta: float
     controls: str
+    warm_start: bool = False
     settings: Mapping = field(default_factory=dict, hash=False, compare=False)
     hybrid: Mapping = field(default_factory=dict, hash=False, compare=False)
 
@@ -130,11 +133,14 @@ class RunSpec:
 
 
 def cli_arguments(arguments: Mapping) -> str:
-    """{'num_codes': 4, 'hybrid_coefficients': {'tokcc': 0.5}} -> '--num-codes 4 --hybrid-coefficients tokcc=0.5'."""
+    """{'num_codes': 4, 'hybrid_coefficients': {'tokcc': 0.5}, 'tasks': ['sort', 'count']}
+    -> '--num-codes 4 --hybrid-coefficients tokcc=0.5 --tasks sort count'."""
     parts = []
     for name, value in arguments.items():
         if isinstance(value, Mapping):
             value = ",".join(f"{k}={v}" for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            value = " ".join(str(item) for item in value)
         parts.append(f"--{name.replace('_', '-')} {value}")
     return " ".join(parts)
 
@@ -207,6 +213,7 @@ def expand_grid(families: Mapping[str, Mapping]) -> list[RunSpec]:
                         seed=int(seed),
                         beta=float(spec.get("beta", 1.0)),
                         controls=controls,
+                        warm_start=bool(spec.get("warm_start", False)),
                         settings=dict(spec.get("settings", {})),
                         hybrid=dict(spec.get("hybrid", {})),
                     )
@@ -228,6 +235,17 @@ def modes_used(specs: Iterable[RunSpec]) -> list[str]:
 def control_families(families: Mapping[str, Mapping]) -> dict[str, str]:
     """{control family: the main family it is compared against}."""
     return {name: spec["control_of"] for name, spec in families.items() if spec.get("control_of")}
+
+
+def parse_control_of(text: str) -> dict[str, str]:
+    """'fam-scale=fam,fam-balance=fam' (the tables' and plots' --control-of) -> {control family: main family}."""
+    pairs = {}
+    for item in filter(None, text.split(",")):
+        control, sep, parent = item.partition("=")
+        if not sep or not control or not parent:
+            raise GridError(f"--control-of: {item!r} is not control_family=main_family")
+        pairs[control] = parent
+    return pairs
 
 
 def parse_job_comment(comment: str) -> dict:

@@ -1,11 +1,13 @@
 """Figures of the ablation, from the aggregate tables.
 
     python -m experiments.synthetic_sequences.disentangled.plots --runs results/tables/runs.parquet \\
-        --mean-vs-sum results/tables/mean_vs_sum.parquet --out-dir results/plots
+        --mean-vs-sum results/tables/mean_vs_sum.parquet --curves results/tables/curves.parquet --out-dir results/plots
 
-separation.png    strategy NMI and probe accuracy by family, term, alpha and mode (bars: seed mean; dots: seeds)
+separation.png    strategy NMI and probe accuracy of every arm that was run (bars: seed mean; dots: seeds)
 latent_usage.png  I(x;z), KL and the NLL rise when z is shuffled, same layout
-mean_vs_sum.png   sum - mean deltas with bootstrap CIs, the scale and balance controls beside them
+mean_vs_sum.png   the paired contrasts (sum-mean and the controls) with their 95% paired t intervals
+curves.png        validation learning curves: a row per family, term and alpha, a column per headline metric;
+                  mean and sum in the mode colours, controls dashed, thin lines seeds, thick lines their mean
 """
 
 from __future__ import annotations
@@ -22,9 +24,16 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from core.disentanglement.artifacts import atomic_path  # noqa: E402
+from experiments.synthetic_sequences.disentangled.grid import parse_control_of  # noqa: E402
 
 MODE_COLOURS = {"mean": "#4C72B0", "sum": "#DD8452"}
-COMPARISON_COLOURS = {"sum-mean": "#DD8452", "scale-mean": "#55A868", "balance-mean": "#8172B3"}
+COMPARISON_COLOURS = {
+    "sum-mean": "#DD8452",
+    "scale-mean": "#55A868",
+    "balance-mean": "#8172B3",
+    "sum-scale": "#2F7D4A",
+    "sum-balance": "#5A4A8C",
+}
 
 
 def save(fig, path: Path) -> None:
@@ -33,69 +42,116 @@ def save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def run_label(row) -> str:
-    return f"{row.family}\n{row.term} a={row.alpha:g}"
+ARM_STYLES = {  # arm -> (colour, line style): a control is drawn in the colour of the mode it runs, dashed
+    "mean": (MODE_COLOURS["mean"], "-"),
+    "sum": (MODE_COLOURS["sum"], "-"),
+    "scale": (MODE_COLOURS["mean"], "--"),
+    "balance": (MODE_COLOURS["sum"], "--"),
+}
+CURVE_METRICS = {
+    "mutual_information": "I(x;z) (nats)",
+    "nmi": "NMI (codes vs strategy)",
+    "shuffled_z_nll_rise_per_token": "shuffled-z NLL rise / token",
+    "recon_nll_per_token": "reconstruction NLL / token",
+}
+
+
+def arm_of(row) -> str:
+    return row.mode if row.controls == "none" else row.controls
 
 
 def by_condition(runs: pd.DataFrame, metrics: Sequence[str], path: Path, title: str) -> None:
-    """One panel per metric: a bar per (condition, mode) at the seed mean, a dot per seed."""
-    runs = runs.assign(condition=[run_label(r) for r in runs.itertuples()])
-    conditions = list(dict.fromkeys(runs.sort_values(["family", "term", "alpha"]).condition))
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(6, 1.3 * len(conditions)), 2.8 * len(metrics)), squeeze=False)
-    width = 0.38
+    """One panel per metric: a bar per arm that was run (family, term, alpha, arm) at the seed mean, a dot per seed."""
+    runs = runs.assign(arm=[arm_of(r) for r in runs.itertuples()])
+    groups = runs.groupby(["family", "term", "alpha", "arm"], sort=True)
+    labels = [f"{family}\n{term} a={alpha:g} {arm}" for family, term, alpha, arm in groups.groups]
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(6, 0.9 * len(labels)), 2.8 * len(metrics)), squeeze=False)
     for ax, metric in zip(axes[:, 0], metrics, strict=True):
         if metric not in runs:
             ax.set_visible(False)
             continue
-        for offset, mode in ((-width / 2, "mean"), (width / 2, "sum")):
-            subset = runs[runs["mode"] == mode]
-            for x, condition in enumerate(conditions):
-                values = subset.loc[subset.condition == condition, metric].dropna()
-                if values.empty:
-                    continue
-                ax.bar(x + offset, values.mean(), width, color=MODE_COLOURS[mode], alpha=0.8)
-                ax.scatter(np.full(len(values), x + offset), values, color="black", s=10, zorder=3)
-        ax.set_xticks(range(len(conditions)), conditions, fontsize=8, rotation=20, ha="right")
+        for x, ((*_, arm), group) in enumerate(groups):
+            values = group[metric].dropna()
+            colour, style = ARM_STYLES[arm]
+            ax.bar(x, values.mean(), 0.7, color=colour, alpha=0.8, hatch="//" if style == "--" else None, edgecolor="white")
+            ax.scatter(np.full(len(values), x), values, color="black", s=10, zorder=3)
+        ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=30, ha="right")
         ax.set_ylabel(metric)
         ax.grid(axis="y", alpha=0.3)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in MODE_COLOURS.values()]
-    axes[0, 0].legend(handles, list(MODE_COLOURS), title="aggregation mode", fontsize=8)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c, hatch="//" if s == "--" else None) for c, s in ARM_STYLES.values()]
+    axes[0, 0].legend(handles, list(ARM_STYLES), title="arm (hatched: control)", fontsize=7)
     axes[0, 0].set_title(title)
     fig.tight_layout()
     save(fig, path)
 
 
 def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
-    """Per metric: each (family, term, alpha) comparison as a point with its bootstrap CI."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
+    """Per metric: each contrast that was computed, as a point with its 95% paired t interval (none with one seed)."""
+    fig, axes = plt.subplots(
+        1,
+        len(metrics),
+        figsize=(4.6 * len(metrics), 0.35 * max(4, table.groupby(["family", "term", "alpha", "comparison"]).ngroups) + 1.5),
+        squeeze=False,
+    )
     for ax, metric in zip(axes[0], metrics, strict=True):
         subset = table[table.metric == metric].reset_index(drop=True)
-        labels = [f"{r.family}\n{r.term} a={r.alpha:g}" for r in subset.itertuples()]
-        for offset, comparison in zip((-0.2, 0.0, 0.2), COMPARISON_COLOURS, strict=True):
-            column = f"{comparison}:delta"
-            if column not in subset:
+        y = np.arange(len(subset))[::-1]
+        for comparison, colour in COMPARISON_COLOURS.items():
+            rows = subset.comparison == comparison
+            if not rows.any():
                 continue
-            y = subset[column].to_numpy(dtype=float)
-            low = y - subset[f"{comparison}:ci_low"].to_numpy(dtype=float)
-            high = subset[f"{comparison}:ci_high"].to_numpy(dtype=float) - y
-            x = np.arange(len(subset)) + offset
-            ax.errorbar(x, y, yerr=np.nan_to_num([low, high]), fmt="o", color=COMPARISON_COLOURS[comparison], label=comparison, capsize=3)
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xticks(range(len(subset)), labels, fontsize=7, rotation=20, ha="right")
-        ax.set_title(f"{metric}: delta vs mean")
-        ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(fontsize=8)
+            delta = subset.loc[rows, "delta"].to_numpy(dtype=float)
+            error = np.nan_to_num(
+                [delta - subset.loc[rows, "ci_low"].to_numpy(dtype=float), subset.loc[rows, "ci_high"].to_numpy(dtype=float) - delta]
+            )
+            ax.errorbar(delta, y[rows.to_numpy()], xerr=error, fmt="o", color=colour, label=comparison, capsize=3)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_yticks(y, [f"{r.family} {r.term} a={r.alpha:g}: {r.comparison} (n={r.n})" for r in subset.itertuples()], fontsize=7)
+        ax.set_title(f"{metric}: paired difference, 95% t interval", fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     save(fig, path)
 
 
-def make_plots(runs_path: str | Path, mean_vs_sum_path: str | Path, out_dir: str | Path) -> list[Path]:
+def curves(table: pd.DataFrame, runs: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
+    """A row per (main family, term, alpha), a column per CURVE_METRICS entry; controls drawn in their parent's row."""
+    keyed = table.merge(
+        runs[["family", "term", "alpha", "seed", "controls", "mode"]].drop_duplicates(),
+        on=["family", "term", "alpha", "seed", "mode", "controls"],
+    )
+    keyed = keyed.assign(
+        arm=np.where(keyed.controls == "none", keyed["mode"], keyed.controls), panel_family=keyed.family.map(lambda f: control_of.get(f, f))
+    )
+    panels = sorted(keyed.groupby(["panel_family", "term", "alpha"]).groups)
+    metrics = [m for m in CURVE_METRICS if m in set(keyed.metric)]
+    fig, axes = plt.subplots(len(panels), len(metrics), figsize=(3.6 * len(metrics), 2.6 * len(panels)), squeeze=False)
+    for (family, term, alpha), row_axes in zip(panels, axes, strict=True):
+        panel = keyed[(keyed.panel_family == family) & (keyed.term == term) & (keyed.alpha == alpha)]
+        for ax, metric in zip(row_axes, metrics, strict=True):
+            for arm, arm_rows in panel[panel.metric == metric].groupby("arm"):
+                colour, style = ARM_STYLES[arm]
+                for _, seed_rows in arm_rows.groupby("seed"):
+                    ax.plot(seed_rows.step, seed_rows.value, color=colour, ls=style, lw=0.6, alpha=0.5)
+                mean = arm_rows.groupby("step").value.mean()
+                ax.plot(mean.index, mean.to_numpy(), color=colour, ls=style, lw=2.2, label=arm)
+            ax.set_title(f"{family} {term} a={alpha:g}", fontsize=8)
+            ax.set_ylabel(CURVE_METRICS[metric], fontsize=8)
+            ax.set_xlabel("step", fontsize=8)
+            ax.grid(alpha=0.3)
+        row_axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: dict[str, str]) -> list[Path]:
     out_dir = Path(out_dir)
-    runs, pairs = pd.read_parquet(runs_path), pd.read_parquet(mean_vs_sum_path)
-    outputs = [out_dir / "separation.png", out_dir / "latent_usage.png", out_dir / "mean_vs_sum.png"]
+    runs, contrasts, curve_table = pd.read_parquet(runs_path), pd.read_parquet(mean_vs_sum_path), pd.read_parquet(curves_path)
+    outputs = [out_dir / f"{name}.png" for name in ("separation", "latent_usage", "mean_vs_sum", "curves")]
     by_condition(runs, ["nmi", "probe_accuracy"], outputs[0], "Strategy separation on the test split")
     by_condition(runs, ["mutual_information", "kl", "shuffled_z_nll_rise_per_token"], outputs[1], "Latent usage on the test split")
-    deltas(pairs, ["nmi", "mutual_information", "shuffled_z_nll_rise_per_token"], outputs[2])
+    deltas(contrasts, ["mutual_information", "nmi", "shuffled_z_nll_rise_per_token"], outputs[2])
+    curves(curve_table, runs, control_of, outputs[3])
     return outputs
 
 
@@ -103,9 +159,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", required=True)
     parser.add_argument("--mean-vs-sum", required=True)
+    parser.add_argument("--curves", required=True)
+    parser.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
     parser.add_argument("--out-dir", required=True)
     args = parser.parse_args(argv)
-    make_plots(args.runs, args.mean_vs_sum, args.out_dir)
+    make_plots(args.runs, args.mean_vs_sum, args.curves, args.out_dir, parse_control_of(args.control_of))
 
 
 if __name__ == "__main__":

@@ -5,12 +5,16 @@
         --data-summary results/data/summary.json --references results/reference/*.json --out-dir results/tables
 
 extract writes one tidy (long) table per run: its parameters, then one row per
-(metric, scope). aggregate writes, as parquet + CSV + Markdown:
-  runs          one row per run, overall metrics as columns
+(metric, scope, step): test-split metrics (step empty), per-run diagnostics
+(scope `run`: token counts, base-loss minima, kappa/eta extremes, convergence)
+and the validation learning curves (scope `curve`, one row per evaluation step).
+aggregate writes, as parquet + CSV (+ Markdown for the small ones):
+  runs          one row per run: test metrics, diagnostics and the `converged` flag as columns
   aggregate     mean and sd over seeds per family, term, mode and alpha
-  mean_vs_sum   paired sum - mean deltas (same family, term, alpha, seed) with a
-                bootstrap CI over seeds, the scale and balance controls beside them
-  confounds     how much length says about strategy and task, and token-count diagnostics
+  mean_vs_sum   paired contrasts (sum-mean, scale-mean, balance-mean, sum-scale, sum-balance) with 95% paired t intervals
+  confounds     how much length says about strategy and task, token-count diagnostics, sample quality per length bucket
+  verdict       per family, term and alpha: does sum change I(x;z) and NMI, and which control accounts for it
+  curves        one row per (run, step, metric) of the validation learning curves (parquet + CSV)
 """
 
 from __future__ import annotations
@@ -27,9 +31,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path
-from experiments.synthetic_sequences.disentangled.grid import parse_run_path
+from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
+from experiments.synthetic_sequences.disentangled.curves import convergence
+from experiments.synthetic_sequences.disentangled.grid import parse_control_of, parse_run_path
+from experiments.synthetic_sequences.disentangled.verdict import verdict_markdown, verdict_table
 
-RUN_COLUMNS = ["family", "model", "controls", "term", "mode", "alpha", "seed", "beta", "reconstruction_scale"]
+RUN_COLUMNS = ["family", "model", "controls", "term", "mode", "alpha", "seed", "beta", "reconstruction_scale", "warm_start"]
 # the headline metrics: compared across modes, aggregated over seeds, plotted
 HEADLINE = [
     "nmi",
@@ -42,9 +49,13 @@ HEADLINE = [
     "parse_rate",
     "answer_accuracy",
     "strategy_consistency",
-    "reconstruction_to_kl",
+    "recon_nll_per_token",
+    "converged",
 ]
-BOOTSTRAP_DRAWS = 2000
+# per-run diagnostics from the training log: counts and extremes over every train batch, and the validation split's
+TRAIN_DIAGNOSTICS = {"tokens_mean": "mean", "tokens_min": "min", "tokens_max": "max", "base_aggregate_min": "min"} | {
+    f"{factor}_{end}": end for factor in ("kappa", "eta") for end in ("min", "max")
+}
 
 
 def _scalar_items(section: dict, prefix: str = ""):
@@ -71,31 +82,39 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
         raise ValueError(
             f"{run_dir}: run_config mode {run_config['reconstruction_loss_token_aggregation_mode']!r} disagrees with the run key"
         )
+    validation = [row for row in rows if row["split"] == "val"]
+    train = [row for row in rows if row["split"] == "train"]
+    if not validation or not train:
+        raise ValueError(f"{run_dir}/metrics.jsonl has {len(train)} train and {len(validation)} validation rows; it needs both")
 
-    records: list[tuple[str, str, float]] = []  # (metric, scope, value)
+    records: list[tuple[str, str, float, float]] = []  # (metric, scope, step, value); step is nan off the curves
+    nan = float("nan")
+
+    def add(section: dict, scope: str, skip: tuple[str, ...] = ()) -> None:
+        records.extend((m, scope, nan, v) for m, v in _scalar_items(section) if m not in skip)
+
     separation = evaluation["strategy_separation"]
-    records += [(m, "overall", v) for m, v in _scalar_items(evaluation["latent_usage"])]
-    records += [(m, "overall", v) for m, v in _scalar_items(separation["overall"]) if m != "n"]
-    records += [(m, "shuffled_labels", v) for m, v in _scalar_items(separation["shuffled_label_baseline"])]
+    add(evaluation["latent_usage"], "overall")
+    add(separation["overall"], "overall", skip=("n",))
+    add(separation["shuffled_label_baseline"], "shuffled_labels")
     for group, scope in (("within_task", "task"), ("within_length_bucket", "length")):
         for name, values in separation[group].items():
-            records += [(m, f"{scope}:{name}", v) for m, v in _scalar_items(values) if m != "n"]
-    records += [(m, "overall", v) for m, v in _scalar_items(evaluation["samples"]) if m != "prompts"]
-    validation = [row for row in rows if row["split"] == "val"]
-    if validation:
-        records += [(m, "val_final", v) for m, v in _scalar_items(validation[-1]) if m != "step"]
-    train = [row for row in rows if row["split"] == "train"]
-    records += [
-        ("tokens_mean", "train", float(np.mean([row["tokens_mean"] for row in train]))),
-        ("tokens_min", "train", float(min(row["tokens_min"] for row in train))),
-        ("tokens_max", "train", float(max(row["tokens_max"] for row in train))),
-        ("base_aggregate_min", "train", float(min(row["base_aggregate_min"] for row in train))),
-        (
-            "reconstruction_to_kl",
-            "overall",
-            validation[-1]["reconstruction_to_kl"] if validation and validation[-1]["reconstruction_to_kl"] else float("nan"),
-        ),
-    ]
+            add(values, f"{scope}:{name}", skip=("n",))
+    add(evaluation["samples"], "overall", skip=("prompts",))
+    for bucket, values in evaluation["samples"].get("by_length_bucket", {}).items():
+        add(values, f"length:{bucket}")
+    final = validation[-1]
+    records.append(("reconstruction_to_kl", "overall", nan, final["reconstruction_to_kl"] if final["reconstruction_to_kl"] else nan))
+    for name, reduce in TRAIN_DIAGNOSTICS.items():
+        values = [row[name] for row in train if name in row]
+        if values:
+            records.append((f"train_{name}", "run", nan, float(getattr(np, reduce)(values))))
+        if name in final:
+            records.append((f"val_{name}", "run", nan, float(final[name])))
+    add(convergence(validation), "run")
+    for row in validation:
+        records.extend((m, "curve", float(row["step"]), v) for m, v in _scalar_items(row) if m != "step")
+
     resolved = metadata["resolved"]
     run = {
         "family": params["family"],
@@ -104,9 +123,11 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
         **{column: params[column] for column in ("term", "mode", "alpha", "seed")},
         "beta": resolved["beta"],
         "reconstruction_scale": resolved["reconstruction_scale"],
+        "warm_start": bool(run_config.get("init_decoder")),
     }
-    metric, scope, value = zip(*records, strict=True)
-    return pd.DataFrame({**{column: [v] * len(records) for column, v in run.items()}, "metric": metric, "scope": scope, "value": value})
+    metric, scope, step, value = zip(*records, strict=True)
+    columns = {column: [v] * len(records) for column, v in run.items()}
+    return pd.DataFrame({**columns, "metric": metric, "scope": scope, "step": step, "value": value})
 
 
 def write_table(frame: pd.DataFrame, stem: Path, formats: Sequence[str] = ("parquet", "csv", "md")) -> None:
@@ -121,8 +142,16 @@ def write_table(frame: pd.DataFrame, stem: Path, formats: Sequence[str] = ("parq
 
 
 def runs_table(metrics: pd.DataFrame) -> pd.DataFrame:
-    overall = metrics[metrics.scope == "overall"]
-    return overall.pivot_table(index=RUN_COLUMNS, columns="metric", values="value").reset_index().rename_axis(columns=None)
+    """One row per run: its test-split metrics and its diagnostics (scope `run`) as columns."""
+    per_run = metrics[metrics.scope.isin(("overall", "run"))]
+    table = per_run.pivot_table(index=RUN_COLUMNS, columns="metric", values="value").reset_index().rename_axis(columns=None)
+    return table.dropna(axis=1, how="all")
+
+
+def curves_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The validation learning curves: one row per (run, step, metric)."""
+    curves = metrics[metrics.scope == "curve"].drop(columns="scope")
+    return curves.astype({"step": int}).dropna(subset=["value"]).reset_index(drop=True)
 
 
 def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -130,78 +159,12 @@ def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
     present = [m for m in HEADLINE if m in runs.columns]
     grouped = runs.groupby(keys, sort=True)[present]
     table = grouped.mean().add_suffix("_mean").join(grouped.std(ddof=1).add_suffix("_sd")).join(grouped.size().rename("seeds"))
-    return table.reset_index()
+    return table.reset_index().dropna(axis=1, how="all")
 
 
-def bootstrap_ci(values: np.ndarray, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean over seeds; (nan, nan) with fewer than two seeds."""
-    if len(values) < 2:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = rng.choice(values, size=(BOOTSTRAP_DRAWS, len(values)), replace=True).mean(axis=1)
-    tail = (1 - level) / 2
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
-
-
-def _delta_rows(left: pd.DataFrame, right: pd.DataFrame, on: list[str], comparison: str, family: str) -> list[dict]:
-    """Per (term, alpha, metric): mean of right - left over the seeds both have, with its bootstrap CI."""
-    merged = left.merge(right, on=on, suffixes=("_a", "_b"))
-    rows = []
-    for (term, alpha), group in merged.groupby(["term", "alpha"]):
-        for metric in HEADLINE:
-            if f"{metric}_a" not in group:
-                continue
-            deltas = (group[f"{metric}_b"] - group[f"{metric}_a"]).dropna().to_numpy()
-            if len(deltas) == 0:
-                continue
-            low, high = bootstrap_ci(deltas)
-            rows.append(
-                {
-                    "family": family,
-                    "term": term,
-                    "alpha": alpha,
-                    "metric": metric,
-                    "comparison": comparison,
-                    "delta": float(deltas.mean()),
-                    "ci_low": low,
-                    "ci_high": high,
-                    "seeds": len(deltas),
-                }
-            )
-    return rows
-
-
-def mean_vs_sum_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
-    """sum - mean per (family, term, alpha), paired by seed; control deltas (control - main mean run) beside them.
-
-    comparison = sum-mean: the effect of the mode; scale-mean: the global scale alone
-    (mean mode x token count); balance-mean: sum's length weighting at mean's balance.
-    """
-    rows: list[dict] = []
-    on = ["term", "alpha", "seed"]
-    main = runs[runs.controls == "none"]
-    for family, group in main.groupby("family"):
-        mean_runs, sum_runs = group[group["mode"] == "mean"], group[group["mode"] == "sum"]
-        rows += _delta_rows(mean_runs, sum_runs, on, "sum-mean", family)
-        for control_family, parent in control_of.items():
-            if parent != family:
-                continue
-            control = runs[runs.family == control_family]
-            for kind in control.controls.unique():
-                rows += _delta_rows(mean_runs, control[control.controls == kind], on, f"{kind}-mean", family)
-    columns = ["family", "term", "alpha", "metric", "comparison", "delta", "ci_low", "ci_high", "seeds"]
-    table = pd.DataFrame(rows, columns=columns)
-    if table.empty:
-        return table
-    # dropna=False keeps the CI columns when a single seed leaves them all NaN
-    wide = table.pivot_table(
-        index=["family", "term", "alpha", "metric"], columns="comparison", values=["delta", "ci_low", "ci_high"], dropna=False
-    )
-    wide.columns = [f"{comparison}:{stat}" for stat, comparison in wide.columns]
-    return wide[sorted(wide.columns)].reset_index()
-
-
-def confound_table(data_summary: dict, references: Sequence[dict]) -> pd.DataFrame:
+def confound_table(data_summary: dict, references: Sequence[dict], metrics: pd.DataFrame) -> pd.DataFrame:
+    """Length against strategy and task, token counts, c_base per mode, and per mode the samples' parse rate and
+    answer accuracy in each y-length bucket of the test prompts (mean over that mode's runs)."""
     rows = []
     for split in ("train", "val", "test"):
         summary = data_summary[split]
@@ -223,6 +186,17 @@ def confound_table(data_summary: dict, references: Sequence[dict]) -> pd.DataFra
     for reference in references:
         for name in ("c_base", "base_aggregate_min"):
             rows.append({"split": "val", "mode": reference["mode"], "diagnostic": name, "scope": "overall", "value": reference[name]})
+    samples = metrics[metrics.scope.str.startswith("length:") & metrics.metric.isin(("parse_rate", "answer_accuracy"))]
+    for (mode, scope, metric), values in samples.groupby(["mode", "scope", "metric"])["value"]:
+        rows.append(
+            {
+                "split": "test",
+                "mode": mode,
+                "diagnostic": f"sample_{metric}",
+                "scope": scope.removeprefix("length:"),
+                "value": values.mean(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -238,19 +212,25 @@ def aggregate(
     # one arrow concat, converted to pandas once: half the time of a pandas frame per run at 1,000 runs
     metrics = pa.concat_tables([pq.read_table(path) for path in metric_paths]).to_pandas()
     runs = runs_table(metrics)
+    contrasts = contrast_table(runs, control_of)
     tables = {
         "runs": runs,
         "aggregate": aggregate_table(runs),
-        "mean_vs_sum": mean_vs_sum_table(runs, control_of),
+        "mean_vs_sum": contrasts,
         "confounds": confound_table(
-            json.loads(Path(data_summary_path).read_text()), [json.loads(Path(p).read_text()) for p in reference_paths]
+            json.loads(Path(data_summary_path).read_text()), [json.loads(Path(p).read_text()) for p in reference_paths], metrics
         ),
+        "verdict": verdict_table(runs, contrasts, control_of),
     }
     out_dir = Path(out_dir)
     with atomic_path(out_dir / "metrics.parquet") as tmp:
         metrics.to_parquet(tmp, index=False)
     for name, table in tables.items():
-        write_table(table, out_dir / name)
+        write_table(table, out_dir / name, formats=("parquet", "csv") if name == "verdict" else ("parquet", "csv", "md"))
+    with atomic_path(out_dir / "verdict.md") as tmp:
+        tmp.write_text(verdict_markdown(tables["verdict"]))
+    tables["curves"] = curves_table(metrics)
+    write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables
 
 
@@ -273,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             with atomic_path(args.out) as tmp:
                 frame.to_parquet(tmp, index=False)
         else:
-            control_of = dict(item.split("=", 1) for item in filter(None, args.control_of.split(",")))
+            control_of = parse_control_of(args.control_of)
             tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of)
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
     except (ValueError, FileNotFoundError) as err:

@@ -30,25 +30,31 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
 
 from core.disentanglement.artifacts import atomic_path, sha256_file, write_json, write_jsonl
 from core.disentanglement.batching import RecordBatcher, SpecialTokens, bucketed_batches, random_batches
 from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
 from core.disentanglement.continuous_cvae import ContinuousCVAE
-from core.disentanglement.decoder import DecoderConfig
+from core.disentanglement.decoder import DecoderConfig, warm_start
 from core.disentanglement.latent_configs import ESTIMATORS
+from core.disentanglement.losses import aggregate_tokens, concentration_factor
 from core.disentanglement.records import Records, RecordsError, read_records
 from core.disentanglement.reference import read_reference
 from core.disentanglement.schedule import warmup_cosine
 from core.disentanglement.scores import read_scores
 from core.disentanglement.shared_discrete_cvae import SharedDiscreteCVAE
+from core.disentanglement.token_weighting import high_surprisal_weights, low_surprisal_weights
+from core.disentanglement.zfree import load_decoder
 from experiments.synthetic_sequences.disentangled.config import AUXILIARY_TERMS, BATCHING, CONTROLS, MODELS, TrainConfig
-from experiments.synthetic_sequences.disentangled.evaluate import evaluate
-from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLoss, objective, train_step
+from experiments.synthetic_sequences.disentangled.evaluate import evaluate, latent_summary, posterior_pass, shuffled_z_rise
+from experiments.synthetic_sequences.disentangled.train_step import BATCH_EXTREMES, NonFiniteLoss, objective, train_step
 
 RESUME_FILE = "resume.pt"
 CHOICES = {"model": MODELS, "estimator": ESTIMATORS, "batching": BATCHING, "reconstruction_term": OPTIMISABLE_TERMS, "controls": CONTROLS}
 EVAL_BATCH = 128
+# batch-level counts and extremes: a validation row takes them from the whole split instead (split_diagnostics)
+PER_BATCH_ONLY = ("tokens_mean", "tokens_min", "tokens_max", "reconstruction_to_kl", *BATCH_EXTREMES)
 
 HELP = {
     "train_records": "train split records parquet",
@@ -58,6 +64,10 @@ HELP = {
     "val_scores": "z-free scores of the validation split; must be the ones the reference was built from",
     "reference": "c_base artifact (reference/{mode}.json) built in the run's own aggregation mode",
     "run_dir": "output folder of this run",
+    "init_decoder": "z-free checkpoint (results/zfree/model.pt) whose weights start the CVAE decoder: a warm start; "
+    "only the latent's input projection starts random. Empty: random initialisation",
+    "warm_decoder_lr_factor": "with --init-decoder: the pretrained decoder weights learn at lr x this factor "
+    "(the router and the latent projection at lr), so fine-tuning does not first undo what the z-free model learned",
     "model": f"CVAE family ({', '.join(MODELS)})",
     "reconstruction_term": f"optimised reconstruction term ({', '.join(OPTIMISABLE_TERMS)})",
     "reconstruction_loss_token_aggregation_mode": "A_mean (per-example token mean) or A_sum (per-example token sum); "
@@ -142,8 +152,8 @@ def aligned_base_nll(records: Records, scores_path: str) -> tuple[torch.Tensor, 
 
 def load_inputs(config: TrainConfig) -> dict:
     """Every input, checked, before any training: the reference first, since it is the cheapest to refuse."""
-    for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference"):
-        if not Path(getattr(config, name)).is_file():
+    for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference", "init_decoder"):
+        if getattr(config, name) and not Path(getattr(config, name)).is_file():
             raise FileNotFoundError(f"{name}: {getattr(config, name)} does not exist")
     reference = read_reference(config.reference, mode=config.mode, scores_path=config.val_scores)
     splits = {split: read_records(getattr(config, f"{split}_records")) for split in ("train", "val", "test")}
@@ -168,10 +178,15 @@ def build_model(config: TrainConfig, vocab_size: int, max_len: int) -> torch.nn.
 
 
 def initial_model(config: TrainConfig, inputs: dict) -> torch.nn.Module:
-    """The run's model before its first step: sized for the longest sequence of any split, initialised from the run's seed."""
+    """The run's model before its first step: sized for the longest sequence of any split, initialised from the run's seed,
+    its decoder warm-started from a z-free checkpoint when --init-decoder names one."""
     torch.manual_seed(config.seed)
     max_len = int(max(b.lengths.max() for b in inputs["batchers"].values())) + 16
-    return build_model(config, len(inputs["records"]["train"].vocab), max_len)
+    model = build_model(config, len(inputs["records"]["train"].vocab), max_len)
+    if config.init_decoder:
+        zfree_decoder, _ = load_decoder(config.init_decoder)
+        warm_start(model.decoder, zfree_decoder, source=config.init_decoder)
+    return model
 
 
 # ---------------------------------------------------------------- schedule and state
@@ -236,6 +251,24 @@ def load_resume(path: Path, config: TrainConfig) -> dict | None:
     return state
 
 
+def parameter_groups(model: torch.nn.Module, config: TrainConfig) -> list[dict]:
+    """AdamW groups: a warm-started decoder's pretrained weights learn at lr x warm_decoder_lr_factor, the rest at lr.
+
+    The latent projection is new in a warm start, so it stays with the encoder at the full rate.
+    """
+    pretrained = [
+        parameter
+        for name, parameter in model.named_parameters()
+        if config.init_decoder and name.startswith("decoder.") and not name.startswith("decoder.latent_projection.")
+    ]
+    chosen = {id(parameter) for parameter in pretrained}
+    rest = [parameter for parameter in model.parameters() if id(parameter) not in chosen]
+    groups = [{"params": rest, "lr_factor": 1.0}]
+    if pretrained:
+        groups.append({"params": pretrained, "lr_factor": config.warm_decoder_lr_factor})
+    return groups
+
+
 def git_commit() -> str:
     try:
         return (
@@ -262,31 +295,56 @@ def now() -> str:
 # ---------------------------------------------------------------- evaluation on validation
 
 
+def split_diagnostics(base: tuple[torch.Tensor, torch.Tensor], config: TrainConfig) -> dict:
+    """Token counts n_i and the extremes of A_a(b_i), kappa_i^a and eta_i^a over a whole split (no model involved)."""
+    b, mask = base
+    counts = mask.sum(dim=1).float()
+    mode, alpha = config.mode, config.token_weight_alpha
+    kappa = concentration_factor(b, high_surprisal_weights(b, mask, alpha), mask, mode)
+    eta = concentration_factor(b, low_surprisal_weights(b, mask, alpha), mask, mode)
+    return {
+        "tokens_mean": counts.mean().item(),
+        "tokens_min": counts.min().item(),
+        "tokens_max": counts.max().item(),
+        "base_aggregate_min": aggregate_tokens(b, mask, mode).min().item(),
+        "kappa_min": kappa.min().item(),
+        "kappa_max": kappa.max().item(),
+        "eta_min": eta.min().item(),
+        "eta_max": eta.max().item(),
+    }
+
+
 @torch.inference_mode()
-def validation_metrics(model, batcher: RecordBatcher, base: tuple[torch.Tensor, torch.Tensor], settings: dict, seed: int, device) -> dict:
-    """The training objective's parts on the whole validation split, example-weighted over batches."""
+def validation_metrics(model, inputs: dict, settings: dict, seed: int, device) -> dict:
+    """One point of the learning curves, on the whole validation split.
+
+    The training objective's parts (example-weighted over batches), the reconstruction NLL under q per token
+    and per example (one scale for mean and sum runs), latent usage (KL, I(x;z), codes used or active units,
+    the NLL rise when z is shuffled) and strategy separation (NMI, AMI of the codes or a k-means of E_q[z]).
+    """
     model.eval()
-    base_nll, base_mask = base
-    totals: dict[str, float] = {}
-    count, minimum = 0, float("inf")
-    for i, index in enumerate(bucketed_batches(batcher.lengths, EVAL_BATCH)):
-        batch = batcher.batch(index).to(device)
-        b = base_nll[index, : batch.mask.shape[1]].to(device)
-        _, metrics = objective(model(batch, step_generator(seed, -1 - i, device)), b, batch.mask, **settings)
-        for name, value in metrics.items():
-            if value is not None and name not in ("tokens_min", "tokens_max", "base_aggregate_min"):
-                totals[name] = totals.get(name, 0.0) + value * len(index)
-        minimum = min(minimum, metrics["base_aggregate_min"])
-        count += len(index)
-    counts = base_mask.sum(dim=1).float()
-    result = {name: value / count for name, value in totals.items()}
+    records, batcher, (base_nll, _) = inputs["records"]["val"], inputs["batchers"]["val"], inputs["base"]["val"]
+
+    def score(output, batch) -> dict[str, float]:
+        _, metrics = objective(output, base_nll[batch.index.cpu(), : batch.mask.shape[1]].to(device), batch.mask, **settings)
+        return {name: value for name, value in metrics.items() if value is not None and name not in PER_BATCH_ONLY}
+
+    passed = posterior_pass(model, batcher, EVAL_BATCH, seed, device, score=score)
+    strategy = records.frame["strategy"].to_numpy()
+    usage, assigned, _ = latent_summary(model, passed, len(set(strategy)), seed)
+    result = passed["scored"]
     beta_kl = result["beta_kl"]
     recon = settings["reconstruction"].reconstruction_scale * result["reconstruction_objective"]
-    result["reconstruction_to_kl"] = recon / beta_kl if beta_kl > 0 else None
-    result.update(
-        tokens_mean=counts.mean().item(), tokens_min=counts.min().item(), tokens_max=counts.max().item(), base_aggregate_min=minimum
-    )
-    return result
+    return {
+        **result,
+        "reconstruction_to_kl": recon / beta_kl if beta_kl > 0 else None,
+        "recon_nll_per_token": passed["recon_nll_per_token"],
+        "recon_nll_per_example": passed["recon_nll_per_example"],
+        **{name: value for name, value in usage.items() if name != "code_shares"},
+        **shuffled_z_rise(passed),
+        "nmi": float(normalized_mutual_info_score(strategy, assigned)),
+        "ami": float(adjusted_mutual_info_score(strategy, assigned)),
+    }
 
 
 # ---------------------------------------------------------------- the run
@@ -304,7 +362,7 @@ def train(config: TrainConfig) -> dict:
     batchers = inputs["batchers"]
     model = initial_model(config, inputs).to(device)
     max_len = model.decoder.config.max_len
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(parameter_groups(model, config), lr=config.lr, weight_decay=config.weight_decay)
     start_step, rows = 0, []
     if resumed is not None:
         model.load_state_dict(resumed["model"])
@@ -324,7 +382,8 @@ def train(config: TrainConfig) -> dict:
         },
         "inputs_sha256": {
             name: sha256_file(getattr(config, name))
-            for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores")
+            for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores", "init_decoder")
+            if getattr(config, name)
         },
         "git_commit": git_commit(),
         "torch": torch.__version__,
@@ -356,13 +415,14 @@ def train(config: TrainConfig) -> dict:
     train_base, _ = inputs["base"]["train"]
     schedule = BatchSchedule(train_batcher.lengths, config.batch_size, config.seed, config.batching)
     stop = StopRequested()
-    started, step = time.perf_counter(), start_step
+    val_diagnostics = split_diagnostics(inputs["base"]["val"], config)
+    started, step, validation_s = time.perf_counter(), start_step, 0.0
     last_saved = start_step if resumed is not None else None
     while step < config.steps:
         index = schedule(step)
         batch = train_batcher.batch(index).to(device)
         for group in optimizer.param_groups:
-            group["lr"] = warmup_cosine(step, config.lr, config.warmup_steps, config.steps)
+            group["lr"] = group["lr_factor"] * warmup_cosine(step, config.lr, config.warmup_steps, config.steps)
         settings["beta"] = beta * min(1.0, step / config.beta_warmup_steps) if config.beta_warmup_steps else beta
         try:
             metrics = train_step(
@@ -392,13 +452,10 @@ def train(config: TrainConfig) -> dict:
                 flush=True,
             )
         if step % config.eval_every == 0 or step == config.steps:
-            rows.append(
-                {
-                    "split": "val",
-                    "step": step,
-                    **validation_metrics(model, batchers["val"], inputs["base"]["val"], settings, config.seed, device),
-                }
-            )
+            validation_started = time.perf_counter()
+            point = validation_metrics(model, inputs, settings, config.seed, device)
+            rows.append({"split": "val", "step": step, **point, **val_diagnostics})
+            validation_s += time.perf_counter() - validation_started
         if step % config.checkpoint_every == 0 or stop.signal is not None:
             save_resume(resume_path, model, optimizer, step, rows, config)
             write_jsonl(rows, run_dir / "metrics.jsonl")
@@ -428,6 +485,7 @@ def train(config: TrainConfig) -> dict:
     timing = {
         "setup_s": started - called,
         "train_loop_s": loop_s,  # this process's steps, with their validation passes and checkpoints
+        "validation_s": validation_s,  # the learning curves' share of train_loop_s
         "train_steps": config.steps - start_step,
         "evaluation_s": time.perf_counter() - started - loop_s,
     }

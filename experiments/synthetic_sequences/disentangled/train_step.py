@@ -18,6 +18,9 @@ from core.disentanglement.config import RECONSTRUCTION_TERMS, ReconstructionConf
 from core.disentanglement.cvae_output import CVAEOutput
 from core.disentanglement.losses import hybrid_term, reconstruction_terms
 
+# per-batch extremes of the reconstruction family's inputs, logged like the token counts' min and max
+BATCH_EXTREMES = ("base_aggregate_min", "kappa_min", "kappa_max", "eta_min", "eta_max")
+
 
 class NonFiniteLoss(FloatingPointError):
     """The objective became NaN or inf; training stops and the last good checkpoint is kept."""
@@ -65,7 +68,7 @@ def objective(
         "tokens_mean": counts.mean().item(),
         "tokens_min": counts.min().item(),
         "tokens_max": counts.max().item(),
-        "base_aggregate_min": terms["base_aggregate_min"].item(),
+        **{name: terms[name].item() for name in BATCH_EXTREMES},
     }
     return loss, metrics
 

@@ -1,0 +1,88 @@
+"""Learning-curve extraction and the convergence flag."""
+
+import json
+import math
+
+import pytest
+
+from experiments.synthetic_sequences.disentangled.curves import MI_FLOOR, convergence, last_quarter_change
+from experiments.synthetic_sequences.disentangled.tables import curves_table, run_metrics, runs_table
+
+
+def curve(recon, mi, every=100):
+    return [
+        {"step": every * (i + 1), "recon_nll_per_token": r, "mutual_information": m} for i, (r, m) in enumerate(zip(recon, mi, strict=True))
+    ]
+
+
+def test_last_quarter_change_starts_at_the_last_evaluation_before_three_quarters():
+    steps = [100, 200, 300, 400, 500, 600, 700, 800]
+    values = [8, 7, 6, 5, 4, 3, 2.2, 2.0]
+    # 3/4 of 800 is step 600 (value 3.0): |2.0 - 3.0| / 2.0
+    assert last_quarter_change(steps, values) == pytest.approx(0.5)
+    assert last_quarter_change([150, 300], [1.0, 0.9]) == pytest.approx(0.1 / 0.9)  # 0.75 * 300 = 225 -> step 150
+    assert math.isnan(last_quarter_change([300], [1.0]))  # one point spans no quarter
+
+
+def test_a_flat_curve_is_converged_and_a_falling_one_is_not():
+    flat = convergence(curve([1.0, 0.6, 0.50, 0.500, 0.499, 0.499, 0.498, 0.498], [0, 0.5, 0.69, 0.69, 0.69, 0.69, 0.69, 0.69]))
+    assert flat["converged"] == 1.0 and flat["recon_rel_change"] < 0.01
+    falling = convergence(curve([1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4], [0.69] * 8))
+    assert falling["converged"] == 0.0 and falling["recon_rel_change"] == pytest.approx((0.5 - 0.4) / 0.4)
+
+
+def test_a_late_jump_in_mutual_information_is_not_converged():
+    late = convergence(curve([0.5] * 8, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3, 0.6]))
+    assert late["converged"] == 0.0 and late["mi_change"] == pytest.approx(1.0)
+
+
+def test_an_unused_latent_wobbling_near_zero_is_converged():
+    unused = convergence(curve([0.5] * 8, [1e-4, 3e-4, 2e-4, 1e-4, 4e-4, 2e-4, 5e-4, 1e-4]))
+    assert unused["mi_change"] == pytest.approx(1e-4 / MI_FLOOR) and unused["converged"] == 1.0
+
+
+def write_run(root, curve_rows):
+    run = root / "fam" / "raw_sum_0" / "seed3"
+    run.mkdir(parents=True)
+    overall = {"n": 10, "nmi": 0.4, "ami": 0.3, "ari": 0.2, "probe_accuracy": 0.7}
+    evaluation = {
+        "latent_usage": {"kl": 0.9, "mutual_information": 0.6, "codes_used": 3, "code_shares": [0.3, 0.3, 0.4]},
+        "strategy_separation": {
+            "overall": overall,
+            "shuffled_label_baseline": {"nmi": 0.01, "ami": 0.0},
+            "within_task": {"sort": overall},
+            "within_length_bucket": {"y_length 3-5": overall},
+        },
+        "samples": {
+            "prompts": 8,
+            "parse_rate": 0.5,
+            "answer_accuracy": 0.25,
+            "strategy_consistency": None,
+            "by_length_bucket": {"y_length 3-5": {"samples": 24, "parse_rate": 0.5, "answer_accuracy": 0.25}},
+        },
+    }
+    (run / "eval.json").write_text(json.dumps(evaluation))
+    (run / "metadata.json").write_text(json.dumps({"resolved": {"controls": "none", "beta": 0.05, "reconstruction_scale": 1.0}}))
+    (run / "run_config.json").write_text(json.dumps({"model": "shared_discrete", "reconstruction_loss_token_aggregation_mode": "sum"}))
+    train = [
+        {"split": "train", "step": s, "tokens_mean": 6.0, "tokens_min": 3.0 + s % 2, "tokens_max": 12.0, "base_aggregate_min": 0.1}
+        for s in (1, 2)
+    ]
+    val = [{"split": "val", **row, "kl": 0.5, "reconstruction_to_kl": 20.0, "tokens_min": 3.0} for row in curve_rows]
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(row) for row in train + val) + "\n")
+    return run
+
+
+def test_extraction_writes_one_curve_row_per_step_and_metric_and_the_convergence_columns(tmp_path):
+    rows = curve([0.9, 0.7, 0.6, 0.5], [0.1, 0.5, 0.6, 0.6])
+    metrics = run_metrics(write_run(tmp_path, rows))
+    curves = curves_table(metrics)
+    assert sorted(curves.step.unique()) == [100, 200, 300, 400]
+    mi = curves[curves.metric == "mutual_information"].sort_values("step")
+    assert mi.value.tolist() == [0.1, 0.5, 0.6, 0.6] and set(mi["mode"]) == {"sum"} and set(mi.seed) == {3}
+    assert set(curves.metric) == {"recon_nll_per_token", "mutual_information", "kl", "reconstruction_to_kl", "tokens_min"}
+    run = runs_table(metrics).iloc[0]
+    assert run["recon_rel_change"] == pytest.approx((0.6 - 0.5) / 0.5)  # from step 300, 3/4 of 400, to step 400
+    assert run["mi_change"] == 0.0 and run["converged"] == 0.0
+    assert (run["train_tokens_min"], run["train_tokens_max"], run["train_base_aggregate_min"]) == (3.0, 12.0, 0.1)
+    assert run["val_tokens_min"] == 3.0 and run["nmi"] == 0.4
