@@ -9,7 +9,8 @@ comes from the run's metadata.json timing. The bare loop trains a fresh copy of
 the same model from the same seed on the same batches, collated beforehand,
 with the same objective (reconstruction term + beta x KL), gradient clipping
 and AdamW, and nothing else. The bare loop is timed before and after the
-trainer and averaged. Target: trainer steps/s at least 0.9 of the bare loop's.
+trainer and averaged. Targets: trainer steps/s at least 0.9 of the bare loop's;
+the validation passes that make the learning curves at most 10% of the loop.
 Threads default to 1, as each pilot training job gets one.
 """
 
@@ -78,6 +79,13 @@ def measure(threads: int = 1) -> BenchResult:
         Figure("trainer", "trainer steps/s / bare-loop steps/s", bare_s / timing["train_loop_s"], "x", ">= 0.9"),
         Figure("trainer", f"bare loop, {config.steps} steps", bare_s, "s", note=f"before {bare[0]:.1f} s, after {bare[1]:.1f} s"),
         Figure("trainer", f"trainer loop, {config.steps} steps", timing["train_loop_s"], "s", note="steps, validation, checkpoints"),
+        Figure(
+            "trainer",
+            f"validation passes (learning curves, {config.steps // config.eval_every} points): share of the loop",
+            100 * timing["validation_s"] / timing["train_loop_s"],
+            "%",
+            "<= 10",
+        ),
         Figure("trainer", "trainer final test evaluation", timing["evaluation_s"], "s", note="once per run, after training"),
         Figure("trainer", "trainer whole run (inputs, loop, evaluation)", trainer_wall, "s"),
     ]

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from experiments.synthetic_sequences.disentangled.curves import MI_FLOOR, convergence, last_quarter_change
-from experiments.synthetic_sequences.disentangled.tables import curves_table, run_metrics, runs_table
+from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table
 
 
 def curve(recon, mi, every=100):
@@ -41,10 +41,10 @@ def test_an_unused_latent_wobbling_near_zero_is_converged():
     assert unused["mi_change"] == pytest.approx(1e-4 / MI_FLOOR) and unused["converged"] == 1.0
 
 
-def write_run(root, curve_rows):
-    run = root / "fam" / "raw_sum_0" / "seed3"
+def write_run(root, curve_rows, mode="sum", seed=3, nmi=0.4):
+    run = root / "fam" / f"raw_{mode}_0" / f"seed{seed}"
     run.mkdir(parents=True)
-    overall = {"n": 10, "nmi": 0.4, "ami": 0.3, "ari": 0.2, "probe_accuracy": 0.7}
+    overall = {"n": 10, "nmi": nmi, "ami": 0.3, "ari": 0.2, "probe_accuracy": 0.7}
     evaluation = {
         "latent_usage": {"kl": 0.9, "mutual_information": 0.6, "codes_used": 3, "code_shares": [0.3, 0.3, 0.4]},
         "strategy_separation": {
@@ -63,7 +63,7 @@ def write_run(root, curve_rows):
     }
     (run / "eval.json").write_text(json.dumps(evaluation))
     (run / "metadata.json").write_text(json.dumps({"resolved": {"controls": "none", "beta": 0.05, "reconstruction_scale": 1.0}}))
-    (run / "run_config.json").write_text(json.dumps({"model": "shared_discrete", "reconstruction_loss_token_aggregation_mode": "sum"}))
+    (run / "run_config.json").write_text(json.dumps({"model": "shared_discrete", "reconstruction_loss_token_aggregation_mode": mode}))
     train = [
         {"split": "train", "step": s, "tokens_mean": 6.0, "tokens_min": 3.0 + s % 2, "tokens_max": 12.0, "base_aggregate_min": 0.1}
         for s in (1, 2)
@@ -86,3 +86,36 @@ def test_extraction_writes_one_curve_row_per_step_and_metric_and_the_convergence
     assert run["mi_change"] == 0.0 and run["converged"] == 0.0
     assert (run["train_tokens_min"], run["train_tokens_max"], run["train_base_aggregate_min"]) == (3.0, 12.0, 0.1)
     assert run["val_tokens_min"] == 3.0 and run["nmi"] == 0.4
+
+
+def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path):
+    metrics = []
+    for mode in ("mean", "sum"):
+        for seed in (0, 1):
+            frame = run_metrics(
+                write_run(tmp_path / "runs", curve([0.9, 0.7, 0.6, 0.6], [0.1, 0.5, 0.6, 0.6]), mode, seed, 0.2 + seed / 10)
+            )
+            path = tmp_path / "metrics" / f"{mode}{seed}.parquet"
+            path.parent.mkdir(exist_ok=True)
+            frame.to_parquet(path)
+            metrics.append(path)
+    summary = {
+        split: {"length_only_strategy_accuracy": {"overall": 0.7}, "y_length": {"mean": 6.0, "min": 3, "max": 12}, "by_task_strategy": []}
+        for split in ("train", "val", "test")
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    references = []
+    for mode, c_base in (("mean", 0.3), ("sum", 1.8)):
+        references.append(tmp_path / f"{mode}.json")
+        references[-1].write_text(json.dumps({"mode": mode, "c_base": c_base, "base_aggregate_min": 0.01}))
+    tables = aggregate(metrics, tmp_path / "summary.json", references, tmp_path / "tables", {})
+    for name in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict", "curves"):
+        frame = tables[name]
+        empty_columns = set(frame.columns[frame.isna().all(axis=0)]) - {"seeds_to_resolve"}  # nan: nothing left to resolve
+        assert not frame.empty and not frame.isna().all(axis=1).any() and not empty_columns, name
+        assert (tmp_path / "tables" / f"{name}.parquet").is_file() and (tmp_path / "tables" / f"{name}.csv").is_file()
+    assert set(tables["mean_vs_sum"].comparison) == {"sum-mean"}
+    assert set(tables["verdict"].metric) == {"mutual_information", "nmi"}
+    assert (tmp_path / "tables" / "verdict.md").read_text().startswith("# Verdict")
+    samples = tables["confounds"][tables["confounds"].diagnostic == "sample_parse_rate"]
+    assert sorted(samples["mode"]) == ["mean", "sum"] and set(samples.scope) == {"y_length 3-5"}

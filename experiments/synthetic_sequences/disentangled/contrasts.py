@@ -118,4 +118,7 @@ def contrast_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFra
                             "unconverged_runs": unconverged,
                         }
                     )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    statistics = ["delta", "sd", "ci_low", "ci_high"]
+    table[statistics] = table[statistics].round(12)  # float residue such as -3.7e-17 for a zero mean difference reads as 0
+    return table

@@ -5,9 +5,10 @@ A run is `converged` when, over the last quarter of training, both
   - I(x;z) moved by less than MI_TOLERANCE of max(|final I(x;z)|, MI_FLOOR).
 The change is taken between the last evaluation at or before 3/4 of the steps and the final one.
 
-Why these values: 5% is below the seed-to-seed spread of one arm's final reconstruction (about 6% in the
-default pilot), so a run still drifting by less than that cannot move a seed-paired contrast by more than
-its seeds already do; a decoder still learning its tasks moves 10-75% per quarter (config/cold_start.yaml).
+Why these values: 5% is half the seed-to-seed spread of one arm's final reconstruction (coefficient of
+variation 0.5-27%, median 11%, over the default pilot's four arms), so a run still drifting by less than
+that cannot move a seed-paired contrast by more than its seeds already do; a decoder still learning its
+tasks moves 10-75% per quarter (config/cold_start.yaml).
 The I(x;z) floor keeps a latent that stays unused (I(x;z) ~ 1e-4 nats, wobbling by 1e-4) from reading as
 unconverged; 0.05 nats is 7% of the information in a fair coin, below any separation worth reporting, and
 10% of it is a drift too small to turn a verdict.

@@ -78,7 +78,9 @@ def by_condition(runs: pd.DataFrame, metrics: Sequence[str], path: Path, title: 
         ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=30, ha="right")
         ax.set_ylabel(metric)
         ax.grid(axis="y", alpha=0.3)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c, hatch="//" if s == "--" else None) for c, s in ARM_STYLES.values()]
+    handles = [
+        plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="white", hatch="//" if s == "--" else None) for c, s in ARM_STYLES.values()
+    ]
     axes[0, 0].legend(handles, list(ARM_STYLES), title="arm (hatched: control)", fontsize=7)
     axes[0, 0].set_title(title)
     fig.tight_layout()

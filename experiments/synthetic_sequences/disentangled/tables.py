@@ -34,7 +34,7 @@ from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
 from experiments.synthetic_sequences.disentangled.curves import convergence
 from experiments.synthetic_sequences.disentangled.grid import parse_control_of, parse_run_path
-from experiments.synthetic_sequences.disentangled.verdict import verdict_markdown, verdict_table
+from experiments.synthetic_sequences.disentangled.verdict import markdown, verdict_markdown, verdict_table
 
 RUN_COLUMNS = ["family", "model", "controls", "term", "mode", "alpha", "seed", "beta", "reconstruction_scale", "warm_start"]
 # the headline metrics: compared across modes, aggregated over seeds, plotted
@@ -138,7 +138,7 @@ def write_table(frame: pd.DataFrame, stem: Path, formats: Sequence[str] = ("parq
             elif fmt == "csv":
                 frame.to_csv(tmp, index=False)
             else:
-                tmp.write_text(frame.to_markdown(index=False, floatfmt=".4g") + "\n")
+                tmp.write_text(markdown(frame, floatfmt=".4g") + "\n")
 
 
 def runs_table(metrics: pd.DataFrame) -> pd.DataFrame:

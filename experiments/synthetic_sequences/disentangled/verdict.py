@@ -160,11 +160,16 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def markdown(frame: pd.DataFrame, floatfmt: str) -> str:
+    """A Markdown table with '-' where a value is missing (an interval from one seed, say) rather than 'nan'."""
+    return frame.astype(object).where(frame.notna(), None).to_markdown(index=False, floatfmt=floatfmt, missingval="-")
+
+
 def verdict_markdown(verdict: pd.DataFrame) -> str:
     """The verdict for a reader: the rule, then one sentence per family, term, alpha and metric, then the table."""
     rule = __doc__.split("\n\n", 1)[1].strip()
     lines = ["# Verdict: does token-sum change latent usage and strategy separation?", "", "```", rule, "```", ""]
     lines += [f"- {text}" for text in verdict["verdict"]] or ["- no family has both a mean and a sum run: nothing to compare"]
     shown = verdict.drop(columns=["verdict"])
-    lines += ["", shown.to_markdown(index=False, floatfmt=".3g") if not shown.empty else ""]
+    lines += ["", markdown(shown, floatfmt=".3g") if not shown.empty else ""]
     return "\n".join(lines) + "\n"
