@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from experiments.synthetic_sequences.disentangled.curves import MI_FLOOR, convergence, last_quarter_change
+from experiments.synthetic_sequences.disentangled.curves import MI_FLOOR, convergence, last_quarter_change, train_diagnostics
 from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table
 
 
@@ -29,6 +29,15 @@ def test_a_flat_curve_is_converged_and_a_falling_one_is_not():
     assert flat["converged"] == 1.0 and flat["recon_rel_change"] < 0.01
     falling = convergence(curve([1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4], [0.69] * 8))
     assert falling["converged"] == 0.0 and falling["recon_rel_change"] == pytest.approx((0.5 - 0.4) / 0.4)
+
+
+def test_train_diagnostics_take_the_mean_count_and_the_extremes_over_every_batch():
+    rows = [
+        {"tokens_mean": 6.0, "tokens_min": 3.0, "tokens_max": 9.0, "base_aggregate_min": 0.2, "kappa_min": 0.5, "kappa_max": 2.0},
+        {"tokens_mean": 8.0, "tokens_min": 4.0, "tokens_max": 12.0, "base_aggregate_min": 0.1, "kappa_min": 0.7, "kappa_max": 1.5},
+    ]
+    want = {"tokens_mean": 7.0, "tokens_min": 3.0, "tokens_max": 12.0, "base_aggregate_min": 0.1, "kappa_min": 0.5, "kappa_max": 2.0}
+    assert train_diagnostics(rows) == want
 
 
 def test_a_late_jump_in_mutual_information_is_not_converged():
@@ -62,12 +71,13 @@ def write_run(root, curve_rows, mode="sum", seed=3, nmi=0.4):
         },
     }
     (run / "eval.json").write_text(json.dumps(evaluation))
-    (run / "metadata.json").write_text(json.dumps({"resolved": {"controls": "none", "beta": 0.05, "reconstruction_scale": 1.0}}))
-    (run / "run_config.json").write_text(json.dumps({"model": "shared_discrete", "reconstruction_loss_token_aggregation_mode": mode}))
     train = [
         {"split": "train", "step": s, "tokens_mean": 6.0, "tokens_min": 3.0 + s % 2, "tokens_max": 12.0, "base_aggregate_min": 0.1}
         for s in (1, 2)
     ]
+    resolved = {"controls": "none", "beta": 0.05, "reconstruction_scale": 1.0}
+    (run / "metadata.json").write_text(json.dumps({"resolved": resolved, "train_diagnostics": train_diagnostics(train)}))
+    (run / "run_config.json").write_text(json.dumps({"model": "shared_discrete", "reconstruction_loss_token_aggregation_mode": mode}))
     val = [{"split": "val", **row, "kl": 0.5, "reconstruction_to_kl": 20.0, "tokens_min": 3.0} for row in curve_rows]
     (run / "metrics.jsonl").write_text("\n".join(json.dumps(row) for row in train + val) + "\n")
     return run

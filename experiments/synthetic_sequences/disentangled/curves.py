@@ -27,6 +27,22 @@ LAST_SHARE = 0.25
 RECON_CURVE, MI_CURVE = "recon_nll_per_token", "mutual_information"
 
 
+# per-run diagnostics of the training batches: counts and extremes over every step's batch
+TRAIN_DIAGNOSTICS = {"tokens_mean": "mean", "tokens_min": "min", "tokens_max": "max", "base_aggregate_min": "min"} | {
+    f"{factor}_{end}": end for factor in ("kappa", "eta") for end in ("min", "max")
+}
+REDUCERS = {"mean": lambda values: sum(values) / len(values), "min": min, "max": max}
+
+
+def train_diagnostics(train_rows: Sequence[dict]) -> dict[str, float]:
+    """TRAIN_DIAGNOSTICS over a run's train rows: the mean batch token count, the extremes over all batches."""
+    return {
+        name: float(REDUCERS[reduce]([row[name] for row in train_rows]))
+        for name, reduce in TRAIN_DIAGNOSTICS.items()
+        if train_rows and name in train_rows[0]
+    }
+
+
 def last_quarter_change(steps: Sequence[int], values: Sequence[float], floor: float = 0.0) -> float:
     """|v(T) - v(t0)| / max(|v(T)|, floor), t0 the last evaluation at or before (1 - LAST_SHARE) T; nan if none is."""
     if not steps:

@@ -25,7 +25,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -52,10 +51,7 @@ HEADLINE = [
     "recon_nll_per_token",
     "converged",
 ]
-# per-run diagnostics from the training log: counts and extremes over every train batch, and the validation split's
-TRAIN_DIAGNOSTICS = {"tokens_mean": "mean", "tokens_min": "min", "tokens_max": "max", "base_aggregate_min": "min"} | {
-    f"{factor}_{end}": end for factor in ("kappa", "eta") for end in ("min", "max")
-}
+VALIDATION_ROW = '"split": "val"'  # how write_jsonl spells a validation row; the train rows (one per step) are never parsed
 
 
 def _scalar_items(section: dict, prefix: str = ""):
@@ -75,17 +71,18 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     evaluation = json.loads((run_dir / "eval.json").read_text())
     metadata = json.loads((run_dir / "metadata.json").read_text())
     run_config = json.loads((run_dir / "run_config.json").read_text())
-    # one parse of the whole file: a run logs a row per step, and per-line parsing dominated extraction time
-    rows = json.loads("[" + ",".join((run_dir / "metrics.jsonl").read_text().splitlines()) + "]")
+    # only the validation rows are parsed: a run logs a train row per step, and parsing them dominated extraction
+    lines = [line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if VALIDATION_ROW in line]
+    validation = [row for row in json.loads("[" + ",".join(lines) + "]") if row["split"] == "val"]
     params = parse_run_path(str(run_dir))
     if run_config["reconstruction_loss_token_aggregation_mode"] != params["mode"]:
         raise ValueError(
             f"{run_dir}: run_config mode {run_config['reconstruction_loss_token_aggregation_mode']!r} disagrees with the run key"
         )
-    validation = [row for row in rows if row["split"] == "val"]
-    train = [row for row in rows if row["split"] == "train"]
-    if not validation or not train:
-        raise ValueError(f"{run_dir}/metrics.jsonl has {len(train)} train and {len(validation)} validation rows; it needs both")
+    if not validation:
+        raise ValueError(f"{run_dir}/metrics.jsonl has no validation rows; a finished run has at least one")
+    if "train_diagnostics" not in metadata:
+        raise ValueError(f"{run_dir}/metadata.json has no train_diagnostics; is the run finished?")
 
     records: list[tuple[str, str, float, float]] = []  # (metric, scope, step, value); step is nan off the curves
     nan = float("nan")
@@ -105,10 +102,8 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
         add(values, f"length:{bucket}")
     final = validation[-1]
     records.append(("reconstruction_to_kl", "overall", nan, final["reconstruction_to_kl"] if final["reconstruction_to_kl"] else nan))
-    for name, reduce in TRAIN_DIAGNOSTICS.items():
-        values = [row[name] for row in train if name in row]
-        if values:
-            records.append((f"train_{name}", "run", nan, float(getattr(np, reduce)(values))))
+    for name, value in metadata["train_diagnostics"].items():
+        records.append((f"train_{name}", "run", nan, value))
         if name in final:
             records.append((f"val_{name}", "run", nan, float(final[name])))
     add(convergence(validation), "run")

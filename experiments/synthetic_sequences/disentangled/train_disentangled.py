@@ -47,6 +47,7 @@ from core.disentanglement.shared_discrete_cvae import SharedDiscreteCVAE
 from core.disentanglement.token_weighting import high_surprisal_weights, low_surprisal_weights
 from core.disentanglement.zfree import load_decoder
 from experiments.synthetic_sequences.disentangled.config import AUXILIARY_TERMS, BATCHING, CONTROLS, MODELS, TrainConfig
+from experiments.synthetic_sequences.disentangled.curves import train_diagnostics
 from experiments.synthetic_sequences.disentangled.evaluate import evaluate, latent_summary, posterior_pass, shuffled_z_rise
 from experiments.synthetic_sequences.disentangled.train_step import BATCH_EXTREMES, NonFiniteLoss, objective, train_step
 
@@ -489,7 +490,8 @@ def train(config: TrainConfig) -> dict:
         "train_steps": config.steps - start_step,
         "evaluation_s": time.perf_counter() - started - loop_s,
     }
-    write_json({**metadata, "finished": now(), "timing": timing}, run_dir / "metadata.json")
+    diagnostics = train_diagnostics([row for row in rows if row["split"] == "train"])
+    write_json({**metadata, "finished": now(), "timing": timing, "train_diagnostics": diagnostics}, run_dir / "metadata.json")
     write_json(evaluation, run_dir / "eval.json")
     resume_path.unlink(missing_ok=True)
     return evaluation
