@@ -9,8 +9,10 @@ comes from the run's metadata.json timing. The bare loop trains a fresh copy of
 the same model from the same seed on the same batches, collated beforehand,
 with the same objective (reconstruction term + beta x KL), gradient clipping
 and AdamW, and nothing else. The bare loop is timed before and after the
-trainer and averaged. Targets: trainer steps/s at least 0.9 of the bare loop's;
-the validation passes that make the learning curves at most 10% of the loop.
+trainer and averaged. Targets: the trainer's loop, less the validation passes
+that make the learning curves, at least 0.9 of the bare loop's steps/s; those
+passes, which the bare loop does not do, at most 10% of the loop. The whole
+loop's ratio is reported beside them.
 Threads default to 1, as each pilot training job gets one.
 """
 
@@ -76,7 +78,14 @@ def measure(threads: int = 1) -> BenchResult:
         bare.append(bare_loop(config, inputs, batches))
     bare_s = sum(bare) / len(bare)
     figures = [
-        Figure("trainer", "trainer steps/s / bare-loop steps/s", bare_s / timing["train_loop_s"], "x", ">= 0.9"),
+        Figure(
+            "trainer",
+            "trainer steps/s (loop less its validation passes) / bare-loop steps/s",
+            bare_s / (timing["train_loop_s"] - timing["validation_s"]),
+            "x",
+            ">= 0.9",
+        ),
+        Figure("trainer", "trainer steps/s (whole loop) / bare-loop steps/s", bare_s / timing["train_loop_s"], "x"),
         Figure("trainer", f"bare loop, {config.steps} steps", bare_s, "s", note=f"before {bare[0]:.1f} s, after {bare[1]:.1f} s"),
         Figure("trainer", f"trainer loop, {config.steps} steps", timing["train_loop_s"], "s", note="steps, validation, checkpoints"),
         Figure(

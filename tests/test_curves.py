@@ -6,7 +6,7 @@ import math
 import pytest
 
 from experiments.synthetic_sequences.disentangled.curves import MI_FLOOR, convergence, last_quarter_change, train_diagnostics
-from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table
+from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table, validation_lines
 
 
 def curve(recon, mi, every=100):
@@ -90,7 +90,7 @@ def test_extraction_writes_one_curve_row_per_step_and_metric_and_the_convergence
     assert sorted(curves.step.unique()) == [100, 200, 300, 400]
     mi = curves[curves.metric == "mutual_information"].sort_values("step")
     assert mi.value.tolist() == [0.1, 0.5, 0.6, 0.6] and set(mi["mode"]) == {"sum"} and set(mi.seed) == {3}
-    assert set(curves.metric) == {"recon_nll_per_token", "mutual_information", "kl", "reconstruction_to_kl", "tokens_min"}
+    assert set(curves.metric) == {"recon_nll_per_token", "mutual_information", "kl", "reconstruction_to_kl"}  # not tokens_min
     run = runs_table(metrics).iloc[0]
     assert run["recon_rel_change"] == pytest.approx((0.6 - 0.5) / 0.5)  # from step 300, 3/4 of 400, to step 400
     assert run["mi_change"] == 0.0 and run["converged"] == 0.0
@@ -129,3 +129,11 @@ def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path)
     assert (tmp_path / "tables" / "verdict.md").read_text().startswith("# Verdict")
     samples = tables["confounds"][tables["confounds"].diagnostic == "sample_parse_rate"]
     assert sorted(samples["mode"]) == ["mean", "sum"] and set(samples.scope) == {"y_length 3-5"}
+
+
+def test_validation_lines_are_found_without_parsing_the_train_rows():
+    rows = [{"split": "train", "step": 1}, {"split": "val", "step": 1}, {"split": "train", "step": 2}, {"split": "val", "step": 2}]
+    text = "\n".join(json.dumps(row) for row in rows)  # no newline after the last row
+    assert [json.loads(line) for line in validation_lines(text)] == [rows[1], rows[3]]
+    assert [json.loads(line) for line in validation_lines(text + "\n")] == [rows[1], rows[3]]
+    assert validation_lines(json.dumps(rows[0])) == []

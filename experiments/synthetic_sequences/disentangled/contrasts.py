@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 # sum - mean is the effect; the control contrasts say which confound reproduces it
 COMPARISONS = (("sum", "mean"), ("scale", "mean"), ("balance", "mean"), ("sum", "scale"), ("sum", "balance"))
@@ -47,6 +46,14 @@ COLUMNS = [
 ]
 
 
+def t_quantile(probability: float, df: int) -> float:
+    """t(probability, df). scipy is imported here, not at the top: every per-run `tables extract` job imports this
+    module through tables.py, and scipy.stats would add half a second to each."""
+    from scipy import stats
+
+    return float(stats.t.ppf(probability, df))
+
+
 def t_interval(differences: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
     """(mean, sd, low, high) of paired differences; the interval is mean +- t(1 - (1-level)/2, n-1) sd / sqrt(n), nan for n < 2."""
     n = len(differences)
@@ -56,7 +63,7 @@ def t_interval(differences: np.ndarray, level: float = 0.95) -> tuple[float, flo
     if n < 2:
         return mean, math.nan, math.nan, math.nan
     sd = float(np.std(differences, ddof=1))
-    half = float(stats.t.ppf(1 - (1 - level) / 2, n - 1)) * sd / math.sqrt(n)
+    half = t_quantile(1 - (1 - level) / 2, n - 1) * sd / math.sqrt(n)
     return mean, sd, mean - half, mean + half
 
 
@@ -67,7 +74,7 @@ def seeds_to_resolve(delta: float, sd: float, margin: float, limit: int = 1000) 
         return math.nan
     target = abs(delta) if abs(delta) >= margin else margin - abs(delta)
     for n in range(2, limit + 1):
-        if float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n) < target:
+        if t_quantile(0.975, n - 1) * sd / math.sqrt(n) < target:
             return float(n)
     return math.inf
 

@@ -25,6 +25,24 @@ MI_FLOOR = 0.05  # nats
 LAST_SHARE = 0.25
 # the learning-curve metrics of a validation row that the plots and the convergence flag read
 RECON_CURVE, MI_CURVE = "recon_nll_per_token", "mutual_information"
+# what the curves table keeps of each validation row: the objective, latent usage, separation, reconstruction
+# on one scale for both modes. The reconstruction family's other terms stay in metrics.jsonl.
+CURVE_METRICS = (
+    "loss",
+    "reconstruction_objective",
+    "reconstruction_to_kl",
+    "kl",
+    MI_CURVE,
+    "codes_used",
+    "code_perplexity",
+    "active_units",
+    "shuffled_z_nll_rise_per_token",
+    "shuffled_z_nll_rise_per_example",
+    "nmi",
+    "ami",
+    RECON_CURVE,
+    "recon_nll_per_example",
+)
 
 
 # per-run diagnostics of the training batches: counts and extremes over every step's batch

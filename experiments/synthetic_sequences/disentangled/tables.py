@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
-from experiments.synthetic_sequences.disentangled.curves import convergence
+from experiments.synthetic_sequences.disentangled.curves import CURVE_METRICS, convergence
 from experiments.synthetic_sequences.disentangled.grid import parse_control_of, parse_run_path
 from experiments.synthetic_sequences.disentangled.verdict import markdown, verdict_markdown, verdict_table
 
@@ -51,7 +51,7 @@ HEADLINE = [
     "recon_nll_per_token",
     "converged",
 ]
-VALIDATION_ROW = '"split": "val"'  # how write_jsonl spells a validation row; the train rows (one per step) are never parsed
+VALIDATION_ROW = '{"split": "val"'  # how the trainer's write_jsonl starts a validation row
 
 
 def _scalar_items(section: dict, prefix: str = ""):
@@ -60,6 +60,17 @@ def _scalar_items(section: dict, prefix: str = ""):
             continue
         if isinstance(value, int | float):
             yield prefix + name, float(value)
+
+
+def validation_lines(text: str) -> list[str]:
+    """The validation rows of a metrics.jsonl, found by string search: the train rows, one per step, are never
+    split or parsed (they made up nearly all of a run's extraction time)."""
+    lines, start = [], text.find(VALIDATION_ROW)
+    while start != -1:
+        end = text.find("\n", start)
+        lines.append(text[start:] if end == -1 else text[start:end])
+        start = -1 if end == -1 else text.find(VALIDATION_ROW, end)
+    return lines
 
 
 def run_metrics(run_dir: str | Path) -> pd.DataFrame:
@@ -72,8 +83,7 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     metadata = json.loads((run_dir / "metadata.json").read_text())
     run_config = json.loads((run_dir / "run_config.json").read_text())
     # only the validation rows are parsed: a run logs a train row per step, and parsing them dominated extraction
-    lines = [line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if VALIDATION_ROW in line]
-    validation = [row for row in json.loads("[" + ",".join(lines) + "]") if row["split"] == "val"]
+    validation = json.loads("[" + ",".join(validation_lines((run_dir / "metrics.jsonl").read_text())) + "]")
     params = parse_run_path(str(run_dir))
     if run_config["reconstruction_loss_token_aggregation_mode"] != params["mode"]:
         raise ValueError(
@@ -108,7 +118,7 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
             records.append((f"val_{name}", "run", nan, float(final[name])))
     add(convergence(validation), "run")
     for row in validation:
-        records.extend((m, "curve", float(row["step"]), v) for m, v in _scalar_items(row) if m != "step")
+        records.extend((m, "curve", float(row["step"]), v) for m, v in _scalar_items(row) if m in CURVE_METRICS)
 
     resolved = metadata["resolved"]
     run = {
