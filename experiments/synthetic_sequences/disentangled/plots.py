@@ -81,7 +81,7 @@ def by_condition(runs: pd.DataFrame, metrics: Sequence[str], path: Path, title: 
     handles = [
         plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="white", hatch="//" if s == "--" else None) for c, s in ARM_STYLES.values()
     ]
-    axes[0, 0].legend(handles, list(ARM_STYLES), title="arm (hatched: control)", fontsize=7)
+    axes[0, 0].legend(handles, list(ARM_STYLES), title="arm (hatched: control)", fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     axes[0, 0].set_title(title)
     fig.tight_layout()
     save(fig, path)
