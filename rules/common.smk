@@ -73,10 +73,11 @@ def run_spec(wildcards):
 
 def family_flags(wildcards):
     """The trainer flags a run's family fixes; the run key's parts come from the wildcards."""
-    arguments = run_spec(wildcards).family_arguments()
+    spec = run_spec(wildcards)
+    arguments = spec.family_arguments()
     if train_gpus(wildcards) > 0:
         arguments.setdefault("device", "auto")
-    if run_spec(wildcards).warm_start:
+    if spec.warm_start:
         arguments["init_decoder"] = zfree_checkpoint()
     return cli_arguments(arguments)
 

@@ -56,13 +56,14 @@ CURVE_METRICS = {
 }
 
 
-def arm_of(row) -> str:
-    return row.mode if row.controls == "none" else row.controls
+def arm_column(frame: pd.DataFrame) -> np.ndarray:
+    """Each row's arm: its mode in a main family, its control (scale, balance) in a control family."""
+    return np.where(frame.controls == "none", frame["mode"], frame.controls)
 
 
 def by_condition(runs: pd.DataFrame, metrics: Sequence[str], path: Path, title: str) -> None:
     """One panel per metric: a bar per arm that was run (family, term, alpha, arm) at the seed mean, a dot per seed."""
-    runs = runs.assign(arm=[arm_of(r) for r in runs.itertuples()])
+    runs = runs.assign(arm=arm_column(runs))
     groups = runs.groupby(["family", "term", "alpha", "arm"], sort=True)
     labels = [f"{family}\n{term} a={alpha:g} {arm}" for family, term, alpha, arm in groups.groups]
     fig, axes = plt.subplots(len(metrics), 1, figsize=(max(6, 0.9 * len(labels)), 2.8 * len(metrics)), squeeze=False)
@@ -89,12 +90,8 @@ def by_condition(runs: pd.DataFrame, metrics: Sequence[str], path: Path, title: 
 
 def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
     """Per metric: each contrast that was computed, as a point with its 95% paired t interval (none with one seed)."""
-    fig, axes = plt.subplots(
-        1,
-        len(metrics),
-        figsize=(4.6 * len(metrics), 0.35 * max(4, table.groupby(["family", "term", "alpha", "comparison"]).ngroups) + 1.5),
-        squeeze=False,
-    )
+    contrasts = table.groupby(["family", "term", "alpha", "comparison"]).ngroups
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 0.35 * max(4, contrasts) + 1.5), squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=True):
         subset = table[table.metric == metric].reset_index(drop=True)
         y = np.arange(len(subset))[::-1]
@@ -102,10 +99,9 @@ def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
             rows = subset.comparison == comparison
             if not rows.any():
                 continue
-            delta = subset.loc[rows, "delta"].to_numpy(dtype=float)
-            error = np.nan_to_num(
-                [delta - subset.loc[rows, "ci_low"].to_numpy(dtype=float), subset.loc[rows, "ci_high"].to_numpy(dtype=float) - delta]
-            )
+            chosen = subset[rows]
+            delta = chosen["delta"].to_numpy(dtype=float)
+            error = np.nan_to_num([delta - chosen["ci_low"].to_numpy(dtype=float), chosen["ci_high"].to_numpy(dtype=float) - delta])
             ax.errorbar(delta, y[rows.to_numpy()], xerr=error, fmt="o", color=colour, label=comparison, capsize=3)
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_yticks(y, [f"{r.family} {r.term} a={r.alpha:g}: {r.comparison} (n={r.n})" for r in subset.itertuples()], fontsize=7)
@@ -116,14 +112,11 @@ def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
     save(fig, path)
 
 
-def curves(table: pd.DataFrame, runs: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
+def curves(table: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
     """A row per (main family, term, alpha), a column per CURVE_METRICS entry; controls drawn in their parent's row."""
-    keyed = table.merge(
-        runs[["family", "term", "alpha", "seed", "controls", "mode"]].drop_duplicates(),
-        on=["family", "term", "alpha", "seed", "mode", "controls"],
-    )
-    keyed = keyed.assign(
-        arm=np.where(keyed.controls == "none", keyed["mode"], keyed.controls), panel_family=keyed.family.map(lambda f: control_of.get(f, f))
+    keyed = table.assign(
+        arm=arm_column(table),
+        panel_family=table.family.map(lambda family: control_of.get(family, family)),
     )
     panels = sorted(keyed.groupby(["panel_family", "term", "alpha"]).groups)
     metrics = [m for m in CURVE_METRICS if m in set(keyed.metric)]
@@ -153,7 +146,7 @@ def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: di
     by_condition(runs, ["nmi", "probe_accuracy"], outputs[0], "Strategy separation on the test split")
     by_condition(runs, ["mutual_information", "kl", "shuffled_z_nll_rise_per_token"], outputs[1], "Latent usage on the test split")
     deltas(contrasts, ["mutual_information", "nmi", "shuffled_z_nll_rise_per_token"], outputs[2])
-    curves(curve_table, runs, control_of, outputs[3])
+    curves(curve_table, control_of, outputs[3])
     return outputs
 
 
