@@ -3,7 +3,7 @@
     python -m bench.tables [--runs 10 100 1000]
 
 One real run of the default pilot's discrete family is trained briefly; its
-run directory (eval.json, metrics.jsonl, run_config.json, metadata.json) is
+run directory (eval.json, metrics.jsonl, run_config.json, model.pt, metadata.json) is
 the template for N synthesised run directories keyed like the pipeline's
 (10 term/mode pairs x N/10 seeds, each with its own run_config and eval values
 jittered by its seed, and metrics.jsonl stretched to the pilot's 250 steps). Timed in-process, with the rules' own CLI entry points:
@@ -35,6 +35,7 @@ from bench.common import (
     synthetic_families,
     wall_time,
 )
+from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.disentangled import tables
 from experiments.synthetic_sequences.disentangled.grid import expand_grid
 from experiments.synthetic_sequences.disentangled.train_disentangled import train
@@ -67,6 +68,7 @@ def synthesise_runs(template: Path, root: Path, runs: int) -> list[Path]:
     """`runs` run directories under root/runs in the pipeline's layout, made from one real (short) run directory."""
     evaluation = json.loads((template / "eval.json").read_text())
     run_config = json.loads((template / "run_config.json").read_text())
+    metadata = json.loads((template / "metadata.json").read_text())
     settings = default_config()["families"]["discrete"]["settings"]
     template_rows = [json.loads(line) for line in (template / "metrics.jsonl").read_text().splitlines()]
     metrics = pilot_length_metrics(template_rows, settings["steps"], settings["eval_every"])
@@ -74,7 +76,7 @@ def synthesise_runs(template: Path, root: Path, runs: int) -> list[Path]:
     for spec in expand_grid(synthetic_families(runs)):
         run_dir = root / "runs" / spec.path
         run_dir.mkdir(parents=True)
-        shutil.copyfile(template / "metadata.json", run_dir / "metadata.json")
+        shutil.copyfile(template / "model.pt", run_dir / "model.pt")
         (run_dir / "metrics.jsonl").write_text(metrics)
         config = {
             **run_config,
@@ -87,6 +89,9 @@ def synthesise_runs(template: Path, root: Path, runs: int) -> list[Path]:
         (run_dir / "run_config.json").write_text(json.dumps(config))
         rng = np.random.default_rng([spec.seed, len(run_dirs)])
         (run_dir / "eval.json").write_text(json.dumps(jittered(evaluation, rng)))
+        # as the trainer finishes a run: metadata.json last, with the hashes extraction checks the other files against
+        outputs_sha256 = {name: sha256_file(run_dir / name) for name in metadata["outputs_sha256"]}
+        (run_dir / "metadata.json").write_text(json.dumps({**metadata, "outputs_sha256": outputs_sha256}))
         run_dirs.append(run_dir)
     return run_dirs
 

@@ -11,13 +11,6 @@ from experiments.synthetic_sequences.disentangled.grid import (
 
 SPLITS = ("train", "val", "test")
 SCORED_SPLITS = ("train", "val")
-RUN_FILES = (
-    "eval.json",
-    "metrics.jsonl",
-    "run_config.json",
-    "metadata.json",
-    "model.pt",
-)
 TABLES = ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict")
 TABLE_FORMATS = ("parquet", "csv", "md")
 CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown

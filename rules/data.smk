@@ -15,4 +15,4 @@ rule synthetic_sequences:
         out_dir=output_folder,
         flags=cli_flags("data"),
     shell:
-        "python -m experiments.synthetic_sequences.generate --out-dir {params.out_dir} {params.flags} > {log} 2>&1"
+        "python -m experiments.synthetic_sequences.generate --out-dir {params.out_dir:q} {params.flags} > {log:q} 2>&1"

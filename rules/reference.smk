@@ -19,8 +19,8 @@ rule train_zfree:
     params:
         flags=cli_flags("zfree"),
     shell:
-        "python -m core.disentanglement.zfree --threads {threads} train --train {input.train} --val {input.val} "
-        "--checkpoint {output.checkpoint} --log {output.train_log} {params.flags} > {log} 2>&1"
+        "python -m core.disentanglement.zfree --threads {threads} train --train {input.train:q} --val {input.val:q} "
+        "--checkpoint {output.checkpoint:q} --log {output.train_log:q} {params.flags} > {log:q} 2>&1"
 
 
 rule score_records:
@@ -42,8 +42,8 @@ rule score_records:
         runtime=10,
         mem_mb=2000,
     shell:
-        "python -m core.disentanglement.zfree --threads {threads} score --checkpoint {input.checkpoint} "
-        "--records {input.records} --out {output} > {log} 2>&1"
+        "python -m core.disentanglement.zfree --threads {threads} score --checkpoint {input.checkpoint:q} "
+        "--records {input.records:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule reference_scale:
@@ -64,4 +64,4 @@ rule reference_scale:
         runtime=5,
         mem_mb=1000,
     shell:
-        "python -m core.disentanglement.reference --scores {input.scores} --mode {wildcards.mode} --out {output} > {log} 2>&1"
+        "python -m core.disentanglement.reference --scores {input.scores:q} --mode {wildcards.mode:q} --out {output:q} > {log:q} 2>&1"

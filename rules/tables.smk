@@ -4,6 +4,7 @@ rule extract_metrics:
         metrics=results(f"runs/{RUN}/metrics.jsonl"),
         run_config=results(f"runs/{RUN}/run_config.json"),
         metadata=results(f"runs/{RUN}/metadata.json"),
+        model=results(f"runs/{RUN}/model.pt"),  # hashed against metadata.json's outputs_sha256, with the others
     output:
         results(f"metrics/{RUN}.parquet"),
     log:
@@ -18,7 +19,7 @@ rule extract_metrics:
     params:
         run_dir=input_folder,
     shell:
-        "python -m experiments.synthetic_sequences.disentangled.tables extract --run-dir {params.run_dir} --out {output} > {log} 2>&1"
+        "python -m experiments.synthetic_sequences.disentangled.tables extract --run-dir {params.run_dir:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule aggregate_tables:
@@ -42,9 +43,9 @@ rule aggregate_tables:
         out_dir=output_folder,
         control_of=control_pairs(),
     shell:
-        "python -m experiments.synthetic_sequences.disentangled.tables aggregate --metrics {input.metrics} "
-        "--data-summary {input.summary} --references {input.references} --control-of '{params.control_of}' "
-        "--out-dir {params.out_dir} > {log} 2>&1"
+        "python -m experiments.synthetic_sequences.disentangled.tables aggregate --metrics {input.metrics:q} "
+        "--data-summary {input.summary:q} --references {input.references:q} --control-of {params.control_of:q} "
+        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule plots:
@@ -67,6 +68,6 @@ rule plots:
         out_dir=output_folder,
         control_of=control_pairs(),
     shell:
-        "python -m experiments.synthetic_sequences.disentangled.plots --runs {input.runs} "
-        "--mean-vs-sum {input.mean_vs_sum} --curves {input.curves} --control-of '{params.control_of}' "
-        "--out-dir {params.out_dir} > {log} 2>&1"
+        "python -m experiments.synthetic_sequences.disentangled.plots --runs {input.runs:q} "
+        "--mean-vs-sum {input.mean_vs_sum:q} --curves {input.curves:q} --control-of {params.control_of:q} "
+        "--out-dir {params.out_dir:q} > {log:q} 2>&1"

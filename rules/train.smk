@@ -36,8 +36,8 @@ rule train_run:
         family=family_flags,
     shell:
         "python -m experiments.synthetic_sequences.disentangled.train_disentangled --threads {threads} "
-        "--train-records {input.train} --val-records {input.val} --test-records {input.test} "
-        "--train-scores {input.train_scores} --val-scores {input.val_scores} --reference {input.reference} "
-        "--reconstruction-loss-token-aggregation-mode {wildcards.mode} --reconstruction-term {wildcards.term} "
-        "--token-weight-alpha {wildcards.alpha} --seed {wildcards.seed} --run-dir {params.run_dir} "
-        "{params.family} > {log} 2>&1"
+        "--train-records {input.train:q} --val-records {input.val:q} --test-records {input.test:q} "
+        "--train-scores {input.train_scores:q} --val-scores {input.val_scores:q} --reference {input.reference:q} "
+        "--reconstruction-loss-token-aggregation-mode {wildcards.mode:q} --reconstruction-term {wildcards.term:q} "
+        "--token-weight-alpha {wildcards.alpha:q} --seed {wildcards.seed:q} --run-dir {params.run_dir:q} "
+        "{params.family} > {log:q} 2>&1"

@@ -1,5 +1,6 @@
 import pytest
 
+from core.disentanglement.reference import main as reference_main
 from core.disentanglement.zfree import ZFreeTrainConfig, score_records, train_zfree
 from experiments.synthetic_sequences.generate import SequenceConfig, generate
 
@@ -27,3 +28,24 @@ def scored(data_dir, trained, tmp_path_factory):
     for split in ("train", "val"):
         score_records(trained[0] / "model.pt", data_dir / f"{split}.parquet", out / f"{split}.parquet")
     return out
+
+
+@pytest.fixture(scope="module")
+def references(scored, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    for mode in ("mean", "sum"):
+        reference_main(["--scores", str(scored / "val.parquet"), "--mode", mode, "--out", str(out / f"{mode}.json")])
+    return out
+
+
+@pytest.fixture(scope="module")
+def io_flags(data_dir, scored, references):
+    def flags(mode, run_dir, reference_mode=None):
+        return [
+            *("--train-records", str(data_dir / "train.parquet"), "--val-records", str(data_dir / "val.parquet")),
+            *("--test-records", str(data_dir / "test.parquet"), "--train-scores", str(scored / "train.parquet")),
+            *("--val-scores", str(scored / "val.parquet"), "--reference", str(references / f"{reference_mode or mode}.json")),
+            *("--reconstruction-loss-token-aggregation-mode", mode, "--run-dir", str(run_dir)),
+        ]
+
+    return flags

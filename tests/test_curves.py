@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.disentangled.curves import MI_FLOOR, convergence, last_quarter_change, train_diagnostics
 from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table, validation_lines
 
@@ -75,11 +76,14 @@ def write_run(root, curve_rows, mode="sum", seed=3, nmi=0.4):
         {"split": "train", "step": s, "tokens_mean": 6.0, "tokens_min": 3.0 + s % 2, "tokens_max": 12.0, "base_aggregate_min": 0.1}
         for s in (1, 2)
     ]
-    resolved = {"controls": "none", "beta": 0.05, "reconstruction_scale": 1.0}
-    (run / "metadata.json").write_text(json.dumps({"resolved": resolved, "train_diagnostics": train_diagnostics(train)}))
     (run / "run_config.json").write_text(json.dumps({"model": "shared_discrete", "reconstruction_loss_token_aggregation_mode": mode}))
     val = [{"split": "val", **row, "kl": 0.5, "reconstruction_to_kl": 20.0, "tokens_min": 3.0} for row in curve_rows]
     (run / "metrics.jsonl").write_text("\n".join(json.dumps(row) for row in train + val) + "\n")
+    (run / "model.pt").write_bytes(b"weights")
+    resolved = {"controls": "none", "beta": 0.05, "reconstruction_scale": 1.0}
+    outputs = {name: sha256_file(run / name) for name in ("run_config.json", "metrics.jsonl", "model.pt", "eval.json")}
+    metadata = {"resolved": resolved, "train_diagnostics": train_diagnostics(train), "finished": "now", "outputs_sha256": outputs}
+    (run / "metadata.json").write_text(json.dumps(metadata))
     return run
 
 

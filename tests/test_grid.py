@@ -1,4 +1,5 @@
 import copy
+import shlex
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,7 @@ import yaml
 from experiments.synthetic_sequences.disentangled.grid import (
     GridError,
     RunSpec,
+    cli_arguments,
     expand_grid,
     format_alpha,
     parse_run_key,
@@ -92,6 +94,10 @@ def broken(path, value):
     return config
 
 
+def hybrid_family(coefficients):
+    return {"main": {**BASE["main"], "hybrid": coefficients, "runs": [{"term": "hybrid", "modes": ["mean"]}]}}
+
+
 @pytest.mark.parametrize(
     "config, message",
     [
@@ -109,6 +115,19 @@ def broken(path, value):
         ),
         (broken(("main", "settings"), {"stepz": 10}), "families.main.settings: ['stepz'] are not trainer settings"),
         (broken(("main", "settings"), {"num_codes": 1}), "num_codes: 1 is not allowed"),
+        # the trainer's own validation, run at parse time: types and ranges, named by field
+        (broken(("main", "settings"), {"steps": 10.7}), "families.main: steps: 10.7 is not allowed; it must be an integer"),
+        (broken(("main", "settings"), {"steps": "ten"}), "families.main: steps: 'ten' is not allowed; it must be an integer"),
+        (broken(("main", "settings"), {"lr": True}), "lr: True is not allowed; it must be a finite number"),
+        (broken(("main", "settings"), {"weight_decay": -1}), "weight_decay: -1 is not allowed; it must be >= 0"),
+        (broken(("main", "settings"), {"grad_clip": -1}), "grad_clip: -1 is not allowed; it must be > 0"),
+        (broken(("main", "settings"), {"grad_clip": 0}), "grad_clip: 0 is not allowed; it must be > 0"),
+        (broken(("main", "settings"), {"warmup_steps": -5}), "warmup_steps: -5 is not allowed; it must be >= 0"),
+        (broken(("main", "settings"), {"device": "tpu"}), "device: 'tpu' is not allowed; allowed values: cpu, auto, cuda, cuda:N, mps"),
+        (broken(("main", "settings"), {"device": "cpu --seed 5 --steps 3"}), "device: 'cpu --seed 5 --steps 3' is not allowed"),
+        (broken(("main", "settings"), {"auxiliary_weights": {"posterior_entropy": "x"}}), "auxiliary_weights: {'posterior_entropy': 'x'}"),
+        (hybrid_family({"dist": -1}), "hybrid_coefficients.dist: -1 is not allowed; it must be a finite number >= 0"),
+        (hybrid_family({"dist": 0, "raw": 0}), "hybrid_coefficients: every coefficient is 0"),
         (broken(("main", "controls"), "scale"), "families.main.control_of: a family with controls 'scale' needs control_of"),
         (broken(("main", "runs"), [{"term": "hybrid", "modes": ["mean"]}]), "families.main.hybrid: runs[0] uses term 'hybrid'"),
         ({"bad_name": BASE["main"]}, "family names use letters, digits and '-'"),
@@ -126,3 +145,16 @@ def test_controls_run_only_in_their_own_mode():
     config["main-scale"] = {**BASE["main"], "controls": "scale", "control_of": "main", "runs": [{"term": "raw", "modes": ["sum"]}]}
     with pytest.raises(GridError, match="a 'scale' control family runs mode 'mean' only"):
         expand_grid(config)
+
+
+@pytest.mark.parametrize("device", ["cpu", "auto", "cuda", "cuda:1", "mps"])
+def test_every_documented_device_passes_the_parse_time_check(device):
+    assert expand_grid(broken(("main", "settings"), {"device": device}))[0].settings["device"] == device
+
+
+def test_every_value_reaches_the_shell_as_one_argument():
+    arguments = {"device": "cpu --seed 5", "out_dir": "results with space/x", "tasks": ["sort", "it's"], "hybrid": {"dist": 0.5}}
+    assert shlex.split(cli_arguments(arguments)) == [
+        *("--device", "cpu --seed 5", "--out-dir", "results with space/x"),
+        *("--tasks", "sort", "it's", "--hybrid", "dist=0.5"),
+    ]

@@ -262,6 +262,33 @@ def test_hybrid_is_the_configured_weighted_sum():
         hybrid_term(terms, {"kl": 1.0})
     with pytest.raises(ValueError, match="at least one term"):
         hybrid_term(terms, {})
+    with pytest.raises(ValueError, match=r"hybrid_coefficients.dist: -0.5 is not allowed; it must be a finite number >= 0"):
+        hybrid_term(terms, {"tokcc": 1.0, "dist": -0.5})
+    with pytest.raises(ValueError, match="every coefficient is 0"):
+        hybrid_term(terms, {"tokcc": 0.0})
+
+
+@pytest.mark.parametrize("mode", ["mean", "sum"])
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 2.5])
+def test_an_example_whose_zfree_nll_is_exactly_zero_keeps_every_term_finite(mode, alpha):
+    """b floored at 1e-12 in kappa and eta, as in the weights: an all-zero example has kappa = eta = 1, not 0/0."""
+    token_nll, base_nll, mask = random_batch(4)
+    base_nll[0, mask[0]] = 0.0
+    terms = reconstruction_terms(token_nll, base_nll, mask, mode=mode, alpha=alpha, c_base=2.0, epsilon=0.1)
+    assert all(math.isfinite(value.item()) for value in terms.values())
+    for weights in (high_surprisal_weights(base_nll, mask, alpha), low_surprisal_weights(base_nll, mask, alpha)):
+        assert concentration_factor(base_nll, weights, mask, mode)[0].item() == pytest.approx(1.0, rel=1e-12)
+
+
+def test_one_zero_token_makes_eta_tiny_and_the_logged_minimum_shows_it():
+    """tokinv weights rho ~ b^-alpha put nearly all weight on a token the z-free model predicts exactly: eta_i falls
+    to about 1e-12 / A_mean(b_i). Finite, as the spec's formula gives, and visible in eta_min."""
+    token_nll, base_nll, mask = random_batch(5)
+    first = mask[0].nonzero()[0, 0]
+    base_nll[0, first] = 0.0
+    terms = reconstruction_terms(token_nll, base_nll, mask, mode="mean", alpha=1.0, c_base=2.0, epsilon=0.1)
+    assert math.isfinite(terms["tokinv"].item()) and terms["tokinv"].item() > 1e6
+    assert terms["eta_min"].item() < 1e-9 and terms["kappa_min"].item() > 0
 
 
 # ---------------------------------------------------------------- auxiliary terms ignore the mode

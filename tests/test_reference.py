@@ -2,8 +2,9 @@ import json
 
 import pytest
 
+from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.reference import ReferenceMismatch, build_reference, main, read_reference
-from core.disentanglement.scores import read_scores
+from core.disentanglement.scores import read_scores, write_scores
 
 
 @pytest.mark.parametrize("mode", ["mean", "sum"])
@@ -29,16 +30,61 @@ def test_reference_refuses_training_scores(scored):
         build_reference(scored / "train.parquet", "mean")
 
 
-def test_read_reference_refuses_mode_and_scores_mismatch(scored, tmp_path):
+@pytest.fixture
+def mean_artifact(scored, tmp_path):
     main(["--scores", str(scored / "val.parquet"), "--mode", "mean", "--out", str(tmp_path / "mean.json")])
-    assert read_reference(tmp_path / "mean.json", mode="mean", scores_path=scored / "val.parquet")["mode"] == "mean"
-    with pytest.raises(ReferenceMismatch, match="built in mode 'mean' but the run uses mode 'sum'"):
-        read_reference(tmp_path / "mean.json", mode="sum")
-    with pytest.raises(ReferenceMismatch, match="came from scores with sha256 .* but the run was given .*train.parquet"):
-        read_reference(tmp_path / "mean.json", mode="mean", scores_path=scored / "train.parquet")
+    return tmp_path / "mean.json"
+
+
+def edited(artifact, tmp_path, **changes):
+    """A copy of the artifact with some fields changed by hand."""
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps({**json.loads(artifact.read_text()), **changes}))
+    return path
+
+
+def test_read_reference_accepts_the_artifact_of_the_runs_own_mode_and_scores(scored, mean_artifact):
+    reference = read_reference(mean_artifact, mode="mean", scores_path=scored / "val.parquet")
+    assert reference["mode"] == "mean" and reference["c_base"] == build_reference(scored / "val.parquet", "mean")["c_base"]
+
+
+def test_a_mean_artifact_given_to_a_sum_run_is_refused(scored, mean_artifact):
+    with pytest.raises(ReferenceMismatch, match=r"mean.json: mode: built in mode 'mean' but the run uses mode 'sum'"):
+        read_reference(mean_artifact, mode="sum", scores_path=scored / "val.parquet")
+
+
+def test_a_mean_artifact_relabelled_sum_is_refused_by_the_recomputed_c_base(scored, mean_artifact, tmp_path):
+    """The issue's case: one field changed ("mode": "sum") and a sum run trained on the mean-scale c_base."""
+    relabelled = edited(mean_artifact, tmp_path, mode="sum")
+    with pytest.raises(ReferenceMismatch, match=r"edited.json: c_base: .* disagrees with .* recomputed from .*val.parquet in mode 'sum'"):
+        read_reference(relabelled, mode="sum", scores_path=scored / "val.parquet")
+
+
+@pytest.mark.parametrize("factor", [100.0, 1 + 1e-6])
+def test_a_hand_edited_c_base_is_refused(scored, mean_artifact, tmp_path, factor):
+    c_base = json.loads(mean_artifact.read_text())["c_base"]
+    with pytest.raises(ReferenceMismatch, match=r"edited.json: c_base: .* disagrees"):
+        read_reference(edited(mean_artifact, tmp_path, c_base=c_base * factor), mode="mean", scores_path=scored / "val.parquet")
+
+
+def test_an_artifact_of_other_scores_or_another_checkpoint_is_refused(scored, mean_artifact, tmp_path):
+    scores = read_scores(scored / "val.parquet")
+    rescored = tmp_path / "val.parquet"  # the same NLLs, from a checkpoint with another hash
+    write_scores(scores.frame, rescored, split="val", metadata={**scores.metadata, "checkpoint_sha256": "0" * 64})
+    with pytest.raises(ReferenceMismatch, match=r"mean.json: scores_sha256: came from scores with sha256 .* but the run was given"):
+        read_reference(mean_artifact, mode="mean", scores_path=rescored)
+    other_checkpoint = edited(mean_artifact, tmp_path, scores_sha256=sha256_file(rescored))
+    with pytest.raises(ReferenceMismatch, match=r"edited.json: zfree_checkpoint_sha256 .* is not that of the checkpoint that scored"):
+        read_reference(other_checkpoint, mode="mean", scores_path=rescored)
+
+
+def test_an_unreadable_or_incomplete_artifact_is_refused(scored, tmp_path):
     (tmp_path / "broken.json").write_text(json.dumps({"mode": "mean"}))
-    with pytest.raises(ReferenceMismatch, match="lacks"):
-        read_reference(tmp_path / "broken.json", mode="mean")
+    with pytest.raises(ReferenceMismatch, match="broken.json lacks"):
+        read_reference(tmp_path / "broken.json", mode="mean", scores_path=scored / "val.parquet")
+    (tmp_path / "truncated.json").write_text('{"mode": "me')
+    with pytest.raises(ReferenceMismatch, match="truncated.json is not valid JSON"):
+        read_reference(tmp_path / "truncated.json", mode="mean", scores_path=scored / "val.parquet")
 
 
 def test_cli_refuses_unknown_mode_and_writes_nothing(scored, tmp_path):

@@ -36,7 +36,8 @@ def wait_for(condition, timeout: float, what: str) -> None:
         if condition():
             return
         time.sleep(2)
-    raise TimeoutError(f"gave up waiting {timeout:.0f} s for {what}")
+    queue = "\n".join(f"  {job} {comment} {state}" for job, comment, state in slurm_jobs())
+    raise TimeoutError(f"gave up waiting {timeout:.0f} s for {what}; the queue holds:\n{queue}")
 
 
 @pytest.fixture(scope="module")

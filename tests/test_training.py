@@ -1,10 +1,10 @@
 import json
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -12,7 +12,6 @@ from core.disentanglement.batching import RecordBatcher, SpecialTokens
 from core.disentanglement.config import ReconstructionConfig
 from core.disentanglement.decoder import Decoder, DecoderConfig, warm_start
 from core.disentanglement.records import read_records
-from core.disentanglement.reference import main as reference_main
 from core.disentanglement.scores import read_scores
 from experiments.synthetic_sequences.disentangled.train_disentangled import RESUME_FILE, build_model, main, parameter_groups, parse_config
 from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLoss, objective, train_step
@@ -20,27 +19,6 @@ from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLos
 ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ["--d-model", "32", "--n-layer", "1", "--n-head", "2", "--num-codes", "3", "--latent-dim", "3", "--batch-size", "32"]
 FAST = ["--eval-prompts-per-code", "4", "--eval-every", "10", "--log-every", "1", "--threads", "1"]
-
-
-@pytest.fixture(scope="module")
-def references(scored, tmp_path_factory):
-    out = tmp_path_factory.mktemp("reference")
-    for mode in ("mean", "sum"):
-        reference_main(["--scores", str(scored / "val.parquet"), "--mode", mode, "--out", str(out / f"{mode}.json")])
-    return out
-
-
-@pytest.fixture(scope="module")
-def io_flags(data_dir, scored, references):
-    def flags(mode, run_dir, reference_mode=None):
-        return [
-            *("--train-records", str(data_dir / "train.parquet"), "--val-records", str(data_dir / "val.parquet")),
-            *("--test-records", str(data_dir / "test.parquet"), "--train-scores", str(scored / "train.parquet")),
-            *("--val-scores", str(scored / "val.parquet"), "--reference", str(references / f"{reference_mode or mode}.json")),
-            *("--reconstruction-loss-token-aggregation-mode", mode, "--run-dir", str(run_dir)),
-        ]
-
-    return flags
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +60,27 @@ def test_mode_flips_only_the_reconstruction_family(batch_and_base, model_name):
     assert {k: results["mean"][k] for k in auxiliary} == {k: results["sum"][k] for k in auxiliary}
     assert results["sum"]["reconstruction_loss"] > 2 * results["mean"]["reconstruction_loss"]
     assert results["mean"]["tokens_mean"] == results["sum"]["tokens_mean"]
+
+
+@pytest.mark.parametrize("model_name", ["shared_discrete", "continuous"])
+def test_the_auxiliary_terms_add_the_same_amount_to_the_loss_in_both_modes(batch_and_base, model_name):
+    """loss(with auxiliary weights) - loss(without) is sum_k w_k aux_k, in mean and in sum alike.
+
+    This test fails under issue 12's mutation, the auxiliary contribution scaled by the batch's mean n_i under sum
+    (`loss = loss + weight * output.auxiliary[name] * (counts.mean() if reconstruction.mode == "sum" else 1)` in
+    train_step.objective): the sum-mode difference is then about 11 times the mean-mode one on this batch.
+    """
+    batch, base, vocab_size = batch_and_base
+    model = tiny_model(model_name, vocab_size)
+    output = model(batch, torch.Generator().manual_seed(0))
+    weights = {name: 0.3 * (i + 1) * (-1) ** i for i, name in enumerate(output.auxiliary)}
+    expected = sum(weight * output.auxiliary[name].item() for name, weight in weights.items())
+    assert abs(expected) > 0.01
+    for mode in ("mean", "sum"):
+        reconstruction = ReconstructionConfig(term="raw", reconstruction_loss_token_aggregation_mode=mode)
+        with_auxiliary = objective(output, base, batch.mask, reconstruction=reconstruction, c_base=1.3, beta=0.7, auxiliary_weights=weights)
+        without = objective(output, base, batch.mask, reconstruction=reconstruction, c_base=1.3, beta=0.7, auxiliary_weights={})
+        assert with_auxiliary[0].item() - without[0].item() == pytest.approx(expected, rel=1e-4), mode
 
 
 @pytest.mark.parametrize("mode", ["mean", "sum"])
@@ -173,10 +172,10 @@ def test_trainer_refuses_a_reference_of_the_other_mode(io_flags, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_trainer_refuses_a_reference_built_from_other_scores(io_flags, scored, tmp_path):
+def test_trainer_refuses_train_scores_given_as_val_scores(io_flags, scored, tmp_path):
     flags = io_flags("mean", tmp_path / "run")
     flags[flags.index("--val-scores") + 1] = str(scored / "train.parquet")
-    with pytest.raises(SystemExit, match="came from scores with sha256 .* but the run was given .*train.parquet"):
+    with pytest.raises(SystemExit, match="train.parquet: split is 'train', but it was given as the 'val' split"):
         main([*flags, *TINY_MODEL, "--steps", "2"])
     assert not (tmp_path / "run").exists()
 
@@ -266,20 +265,23 @@ def test_resume_after_sigterm_ends_like_an_uninterrupted_run(io_flags, tmp_path)
     assert json.loads((interrupted / "metadata.json").read_text())["resumed_from_step"] >= 13
 
 
-def test_resume_refuses_a_run_dir_with_other_settings(io_flags, tmp_path):
+def mean_train_tokens(records_path) -> float:
+    """The train split's mean supervised token count, counted from the parquet's y lists in plain Python."""
+    ys = pq.read_table(records_path, columns=["y"]).column("y").to_pylist()
+    return sum(len(y) for y in ys) / len(ys)
+
+
+@pytest.mark.parametrize(("controls", "mode"), [("scale", "mean"), ("balance", "sum")])
+def test_a_control_multiplies_its_weight_by_the_train_splits_mean_token_count(io_flags, data_dir, tmp_path, controls, mode):
     run = tmp_path / "run"
-    process = subprocess.Popen(
-        trainer_command([*io_flags("mean", run), *TINY_MODEL, *FAST, "--steps", "400", "--checkpoint-every", "2"]),
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    for line in process.stderr:
-        if line.startswith("step 3/"):
-            os.kill(process.pid, signal.SIGUSR1)
-            break
-    process.stderr.read()
-    assert process.wait(timeout=300) == 128 + signal.SIGUSR1
-    with pytest.raises(SystemExit, match=r"resume.pt belongs to a run with other settings \(beta\)"):
-        main([*io_flags("mean", run), *TINY_MODEL, *FAST, "--steps", "400", "--beta", "0.5"])
-    assert (run / RESUME_FILE).is_file()  # the refused run left the partial state alone
+    main([*io_flags(mode, run), *TINY_MODEL, *FAST, "--steps", "3", "--controls", controls, "--reconstruction-scale", "2", "--beta", "0.3"])
+    tokens = mean_train_tokens(data_dir / "train.parquet")
+    resolved = json.loads((run / "metadata.json").read_text())["resolved"]
+    assert resolved["mean_train_tokens"] == pytest.approx(tokens, rel=1e-12)
+    assert resolved["reconstruction_scale"] == pytest.approx(2 * tokens if controls == "scale" else 2, rel=1e-12)
+    assert resolved["beta"] == pytest.approx(0.3 * tokens if controls == "balance" else 0.3, rel=1e-12)
+    for row in (json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()):
+        if row["split"] == "train":  # the loss the optimiser saw used exactly these weights
+            assert row["beta_kl"] == pytest.approx(resolved["beta"] * row["kl"], rel=1e-5, abs=1e-9)
+            expected = resolved["reconstruction_scale"] * row["reconstruction_objective"] + row["beta_kl"]
+            assert row["loss"] == pytest.approx(expected, rel=1e-5)

@@ -105,6 +105,11 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({("data", "min_size"): 6}, "data.min_size (6) must be <= data.max_size (3)"),
         ({("data", "tasks"): ["add", "multiply"]}, "'multiply' is not one of ['add', 'sort', 'count']"),
         ({("families", "discrete", "warm_start"): "yes"}, "'yes' is not of type 'boolean'"),
+        # the trainer's own settings check, at parse time: no value becomes extra flags, no job fails on a type
+        ({("families", "discrete", "settings", "device"): "cpu --seed 5 --steps 3"}, "device: 'cpu --seed 5 --steps 3' is not allowed"),
+        ({("families", "discrete", "settings", "steps"): 10.7}, "steps: 10.7 is not allowed; it must be an integer"),
+        ({("families", "discrete", "settings", "weight_decay"): -1}, "weight_decay: -1 is not allowed; it must be >= 0"),
+        ({("families", "discrete", "settings", "device"): "tpu"}, "allowed values: cpu, auto, cuda, cuda:N, mps"),
     ],
 )
 def test_bad_config_fails_at_parse_time_naming_the_field(tmp_path, override, message):
@@ -112,6 +117,23 @@ def test_bad_config_fails_at_parse_time_naming_the_field(tmp_path, override, mes
     assert run.returncode != 0
     assert message in run.stdout + run.stderr
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(("results", "message"), [("", "'' should be non-empty"), ("  ", "'  ' does not match")])
+def test_an_empty_results_folder_is_refused(tmp_path, results, message):
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({**config, "results": results}))
+    run = snakemake("-n", "--configfile", str(tmp_path / "config.yaml"))
+    assert run.returncode != 0 and message in run.stdout + run.stderr and "instance['results']" in run.stdout + run.stderr
+
+
+def test_a_results_path_with_a_space_reaches_every_command_whole(tmp_path):
+    results = tmp_path / "my results"
+    config = write_config(tmp_path, {("data", "n_train"): 200, ("data", "n_val"): 50, ("data", "n_test"): 50})
+    run = snakemake(f"{results}/data/summary.json", "--cores", "1", "--configfile", str(config), "--config", f"results={results}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (results / "data" / "train.parquet").is_file() and (results / "logs" / "synthetic_sequences.log").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "my results"]  # no stray file beside it
 
 
 def test_entangled_run_reference_is_rescored_in_each_mode(tmp_path, trained):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -48,6 +49,21 @@ def write_jsonl(rows: list[dict], path: str | os.PathLike) -> None:
     """One JSON object per line, replacing the whole file atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def save_torch(obj: object, path: str | os.PathLike) -> None:
+    """torch.save, atomically and byte-reproducibly.
+
+    torch.save names the zip archive's folder after the file it writes to; saving to the random temporary name would
+    make two identical checkpoints differ in their bytes, and so in their sha256. Saved to a buffer, the folder is
+    always `archive`.
+    """
+    import torch  # only the checkpoint writers need torch; the table and plot jobs import this module without it
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(buffer.getvalue())
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -8,8 +8,9 @@ auxiliary term ignores it. `mean` is the default, `sum` is the ablation.
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 
@@ -26,6 +27,10 @@ RECONSTRUCTION_TERMS: tuple[str, ...] = ("raw", "dist", "ex", "tok", "tokcc", "t
 OPTIMISABLE_TERMS: tuple[str, ...] = RECONSTRUCTION_TERMS + ("hybrid",)
 # Terms whose value depends on token weights, i.e. on alpha.
 TOKEN_WEIGHTED_TERMS: frozenset[str] = frozenset({"tok", "tokcc", "tokinv"})
+# Terms divided by a reference scale (c_base^a, or A_a(b_i) + epsilon for ex) are O(1) in both modes; raw and tok
+# are in the mode's own units, about mean n_i times larger under sum. A hybrid that mixes the two kinds weights its
+# parts differently in mean and in sum: the caveat of --hybrid-coefficients and the README.
+NORMALISED_TERMS: frozenset[str] = frozenset({"dist", "ex", "tokcc", "tokinv"})
 
 
 def parse_aggregation_mode(value: object, field_name: str = "reconstruction_loss_token_aggregation_mode") -> AggregationMode:
@@ -48,6 +53,37 @@ def check_alpha(alpha: float, field_name: str = "token_weight_alpha") -> float:
     return alpha
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# what each annotated type of a settings dataclass accepts, and how a refusal describes it
+FIELD_TYPES = {
+    int: (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    float: (_is_number, "a finite number"),
+    str: (lambda v: isinstance(v, str), "a string"),
+    bool: (lambda v: isinstance(v, bool), "true or false"),
+    dict[str, float]: (
+        lambda v: isinstance(v, Mapping) and all(isinstance(k, str) and _is_number(w) for k, w in v.items()),
+        "a mapping of names to finite numbers",
+    ),
+}
+
+
+def check_field_types(settings: object) -> None:
+    """Raise ValueError naming the first field of the dataclass `settings` whose value is not of its annotated type.
+
+    YAML and JSON hand over whatever they parsed (`steps: 10.7`, `steps: ten`); an int field takes only integers,
+    a float field any finite number.
+    """
+    hints = typing.get_type_hints(type(settings))
+    for f in fields(settings):
+        accepts, described = FIELD_TYPES[hints[f.name]]
+        value = getattr(settings, f.name)
+        if not accepts(value):
+            raise ValueError(f"{f.name}: {value!r} is not allowed; it must be {described}")
+
+
 def check_positive_counts(settings: object, names: tuple[str, ...]) -> None:
     """Raise ValueError naming the first of `names` (integer settings of `settings`) that is below 1."""
     for name in names:
@@ -62,10 +98,11 @@ def check_hybrid_coefficients(coefficients: Mapping[str, float], field_name: str
     for name, weight in coefficients.items():
         if name not in RECONSTRUCTION_TERMS:
             raise ValueError(f"{field_name}: unknown term {name!r}; allowed terms: {', '.join(RECONSTRUCTION_TERMS)}")
-        weight = float(weight)
-        if not math.isfinite(weight):
-            raise ValueError(f"{field_name}.{name}: {weight!r} is not a finite number")
-        checked[name] = weight
+        if not _is_number(weight) or weight < 0:
+            raise ValueError(f"{field_name}.{name}: {weight!r} is not allowed; it must be a finite number >= 0")
+        checked[name] = float(weight)
+    if not any(weight > 0 for weight in checked.values()):
+        raise ValueError(f"{field_name}: every coefficient is 0; at least one must be > 0")
     return checked
 
 

@@ -22,7 +22,7 @@ from core.disentanglement.config import (
     parse_aggregation_mode,
 )
 from core.disentanglement.masking import check_mask, supervised_counts, zero_padding
-from core.disentanglement.token_weighting import high_surprisal_weights, low_surprisal_weights
+from core.disentanglement.token_weighting import SURPRISAL_FLOOR, high_surprisal_weights, low_surprisal_weights
 
 Mode = AggregationMode | str
 
@@ -70,10 +70,11 @@ def concentration_factor(base_nll: torch.Tensor, weights: torch.Tensor, mask: to
     """kappa_i^a = W_a(b_i; pi_i) / A_a(b_i) (eta_i^a with rho_i), detached, [B].
 
     The n_i factor appears in numerator and denominator under sum, so the value is
-    the same in both modes.
+    the same in both modes. b is floored at SURPRISAL_FLOOR, as in the weights, so
+    an example whose z-free NLL is exactly 0 on every token gives kappa = 1, not 0/0.
     """
-    base_nll = base_nll.detach()
-    return weighted_aggregate_tokens(base_nll, weights, mask, mode) / aggregate_tokens(base_nll, mask, mode)
+    floored = base_nll.detach().clamp_min(SURPRISAL_FLOOR)
+    return weighted_aggregate_tokens(floored, weights, mask, mode) / aggregate_tokens(floored, mask, mode)
 
 
 def posterior_expectation(per_sample: torch.Tensor, sample_weights: torch.Tensor | None = None) -> torch.Tensor:

@@ -5,14 +5,16 @@
 
 c_base^a = E_{i in val}[A_a(b_i)] from validation scores only. The artifact
 carries its mode and the sha256 of the scores it came from; read_reference
-refuses one whose mode or scores differ from what a run expects, so a sum run
-can never divide by a mean-scale reference.
+recomputes c_base from the run's own validation scores in the run's own mode
+and refuses an artifact that disagrees in any of them, so a sum run can never
+divide by a mean-scale (or hand-edited) reference.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +25,7 @@ from core.disentanglement.losses import aggregate_tokens
 from core.disentanglement.scores import read_scores
 
 REFERENCE_SPLIT = "val"
+C_BASE_TOLERANCE = 1e-9  # relative: the recomputation repeats the same float64 sums, so only JSON's round trip may differ
 
 
 class ReferenceMismatch(ValueError):
@@ -38,10 +41,13 @@ def build_reference(scores_path: str | Path, mode: AggregationMode | str) -> dic
         )
     base_nll, mask = scores.padded()
     per_example = aggregate_tokens(base_nll, mask, mode)  # A_a(b_i), float64
+    c_base = float(per_example.mean())
+    if not c_base > 0:
+        raise ReferenceMismatch(f"scores file {scores.path}: token_nll is 0 everywhere, so c_base is 0 and no term can divide by it")
     counts = scores.frame["n"]
     return {
         "mode": mode.value,
-        "c_base": float(per_example.mean()),
+        "c_base": c_base,
         "base_aggregate_min": float(per_example.min()),
         "n_examples": len(scores.frame),
         "token_count": {"mean": float(counts.mean()), "min": int(counts.min()), "max": int(counts.max())},
@@ -52,31 +58,45 @@ def build_reference(scores_path: str | Path, mode: AggregationMode | str) -> dic
     }
 
 
-def read_reference(path: str | Path, *, mode: AggregationMode | str, scores_path: str | Path | None = None) -> dict:
-    """The artifact at `path`, after checking it was built in `mode` (and from `scores_path`, when given)."""
+def read_reference(path: str | Path, *, mode: AggregationMode | str, scores_path: str | Path) -> dict:
+    """The artifact at `path`, checked rather than trusted: c_base^a is recomputed from `scores_path` in `mode`, and the
+    artifact's mode, scores sha256, z-free checkpoint sha256 and c_base (relative 1e-9) must agree with the recomputation.
+
+    Every refusal is one line naming the file and the field.
+    """
     mode = parse_aggregation_mode(mode)
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"reference artifact {path} does not exist")
     try:
         reference = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ReferenceMismatch(f"reference artifact {path} is not valid JSON: {err}") from err
-    missing = [key for key in ("mode", "c_base", "scores_sha256") if key not in reference]
-    if missing:
-        raise ReferenceMismatch(f"reference artifact {path} lacks {missing}")
+    missing = [key for key in ("mode", "c_base", "scores_sha256", "zfree_checkpoint_sha256") if key not in reference]
+    if not isinstance(reference, dict) or missing:
+        raise ReferenceMismatch(f"reference artifact {path} lacks {missing or 'a JSON object'}")
     if reference["mode"] != mode.value:
         raise ReferenceMismatch(
-            f"reference artifact {path} was built in mode {reference['mode']!r} but the run uses mode {mode.value!r}; "
+            f"reference artifact {path}: mode: built in mode {reference['mode']!r} but the run uses mode {mode.value!r}; "
             f"c_base must be recomputed with the run's mode (reference/{mode.value}.json)"
         )
-    if scores_path is not None:
-        actual = sha256_file(scores_path)
-        if actual != reference["scores_sha256"]:
-            raise ReferenceMismatch(
-                f"reference artifact {path} came from scores with sha256 {reference['scores_sha256']}, "
-                f"but the run was given {scores_path} with sha256 {actual}"
-            )
+    expected = build_reference(scores_path, mode)
+    if reference["scores_sha256"] != expected["scores_sha256"]:
+        raise ReferenceMismatch(
+            f"reference artifact {path}: scores_sha256: came from scores with sha256 {reference['scores_sha256']}, "
+            f"but the run was given {scores_path} with sha256 {expected['scores_sha256']}"
+        )
+    if reference["zfree_checkpoint_sha256"] != expected["zfree_checkpoint_sha256"]:
+        raise ReferenceMismatch(
+            f"reference artifact {path}: zfree_checkpoint_sha256 {reference['zfree_checkpoint_sha256']} is not that of "
+            f"the checkpoint that scored {scores_path} ({expected['zfree_checkpoint_sha256']})"
+        )
+    c_base = reference["c_base"]
+    if not isinstance(c_base, int | float) or not math.isclose(c_base, expected["c_base"], rel_tol=C_BASE_TOLERANCE, abs_tol=0.0):
+        raise ReferenceMismatch(
+            f"reference artifact {path}: c_base: {c_base!r} disagrees with {expected['c_base']!r} recomputed from {scores_path} "
+            f"in mode {mode.value!r} (relative tolerance {C_BASE_TOLERANCE:g}); rebuild the artifact"
+        )
     return reference
 
 

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from core.disentanglement.artifacts import atomic_path
-from core.disentanglement.records import RecordsError, read_parquet_table
+from core.disentanglement.artifacts import atomic_path, sha256_file
+from core.disentanglement.records import Records, RecordsError, read_parquet_table
 
 SCORE_SCHEMA = pa.schema([("id", pa.string()), ("n", pa.int32()), ("token_nll", pa.list_(pa.float32()))])
 
@@ -61,4 +61,25 @@ def read_scores(path: str | os.PathLike) -> Scores:
         raise RecordsError(f"scores file {path} holds no records (empty split)")
     if (frame["token_nll"].map(len) != frame["n"]).any() or (frame["n"] < 1).any():
         raise RecordsError(f"scores file {path}: n disagrees with token_nll, or n < 1, for some records")
+    # an NLL is finite and >= 0; negated or corrupted scores would silently reweight every token-weighted term
+    bad = ~frame["token_nll"].map(lambda nll: bool(np.isfinite(nll).all() and (nll >= 0).all()))
+    if bad.any():
+        raise RecordsError(f"scores file {path}: token_nll holds a negative or non-finite NLL for ids {frame.loc[bad, 'id'].tolist()[:5]}")
     return Scores(frame=frame, split=meta[b"split"].decode(), metadata=json.loads(meta.get(b"provenance", b"{}")), path=path)
+
+
+def check_scores_of(scores: Scores, records: Records, split: str) -> None:
+    """Refuse scores that are not b of exactly `records`, the `split` split: the split named by both files, the records
+    file they were scored from (sha256), the ids in order, and n_i = the record's supervised token count."""
+    for what, path, actual in (("scores", scores.path, scores.split), ("records", records.path, records.split)):
+        if actual != split:
+            raise RecordsError(f"{what} file {path}: split is {actual!r}, but it was given as the {split!r} split")
+    scored_from = scores.metadata.get("records_sha256")
+    if scored_from is not None and scored_from != sha256_file(records.path):
+        raise RecordsError(f"scores file {scores.path}: records_sha256 {scored_from[:12]}... is not that of {records.path}")
+    if scores.frame["id"].tolist() != records.frame["id"].tolist():
+        raise RecordsError(f"scores file {scores.path}: id does not list the records of {records.path} in the same order")
+    differs = scores.frame["n"].to_numpy() != records.frame["y_length"].to_numpy()
+    if differs.any():
+        ids = scores.frame.loc[differs, "id"].tolist()[:5]
+        raise RecordsError(f"scores file {scores.path}: n disagrees with y_length of {records.path} for ids {ids}")

@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from core.disentanglement.artifacts import atomic_path, sha256_file, write_json, write_jsonl
+from core.disentanglement.artifacts import save_torch, sha256_file, write_json, write_jsonl
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
 from core.disentanglement.cli import add_dataclass_flags
-from core.disentanglement.config import check_positive_counts
+from core.disentanglement.config import check_field_types, check_positive_counts
 from core.disentanglement.decoder import Decoder, DecoderConfig, token_nll, uniform_nll
 from core.disentanglement.records import Records, RecordsError, read_records
 from core.disentanglement.schedule import warmup_cosine
@@ -49,6 +49,7 @@ class ZFreeTrainConfig:
     n_head: int = 4
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         check_positive_counts(self, ("steps", "batch_size", "eval_every", "d_model", "n_layer", "n_head"))
         if not self.lr > 0:
             raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
@@ -140,11 +141,11 @@ def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: s
         "val_nll_per_token": log_rows[-1]["val_nll"],
         "uniform_nll_per_token": uniform_nll(len(train.vocab)),
         "parameters": model.num_parameters(),
-        "train_tokens_per_s": log_rows[-1]["tokens_per_s"],
     }
     checkpoint_path = Path(checkpoint_path)
-    with atomic_path(checkpoint_path) as tmp:
-        torch.save({**summary, "state_dict": model.state_dict()}, tmp)
+    # no timing inside the checkpoint: the same training gives the same bytes, so its recorded sha256 is stable
+    save_torch({**summary, "state_dict": model.state_dict()}, checkpoint_path)
+    summary["train_tokens_per_s"] = log_rows[-1]["tokens_per_s"]
     write_json(summary, checkpoint_path.with_suffix(".json"))
     if log_path is not None:
         write_jsonl(log_rows, log_path)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from core.disentanglement.config import AggregationMode, ReconstructionConfig, check_positive_counts
+from core.disentanglement.config import AggregationMode, ReconstructionConfig, check_field_types, check_positive_counts
 from core.disentanglement.latent_configs import ContinuousCVAEConfig, DiscreteCVAEConfig
 
 MODELS = ("shared_discrete", "continuous")
@@ -18,6 +19,9 @@ BATCHING = ("random", "bucketed")
 # of the training set (sum's global scale, no length weighting); `balance` multiplies beta by it
 # (sum's length weighting at mean's reconstruction-to-KL balance).
 CONTROLS = ("none", "scale", "balance")
+INPUT_PATHS = ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference", "init_decoder")
+DEVICES = "cpu, auto, cuda, cuda:N, mps"
+DEVICE = re.compile(r"cpu|auto|cuda|cuda:[0-9]+|mps")
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ class TrainConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
+        """The one validation of a run's settings: the Snakefile runs it for every run at parse time, the trainer at start."""
+        check_field_types(self)
         if self.model not in MODELS:
             raise ValueError(f"model: {self.model!r} is not allowed; allowed values: {', '.join(MODELS)}")
         if self.controls not in CONTROLS:
@@ -91,12 +97,27 @@ class TrainConfig:
             raise ValueError(f"beta ({self.beta}) and beta_warmup_steps ({self.beta_warmup_steps}) must be >= 0")
         check_positive_counts(
             self,
-            ("steps", "batch_size", "eval_every", "checkpoint_every", "log_every", "eval_prompts_per_code", "d_model", "n_layer", "n_head"),
+            (
+                "steps",
+                "batch_size",
+                "eval_every",
+                "checkpoint_every",
+                "log_every",
+                "eval_prompts_per_code",
+                "d_model",
+                "n_layer",
+                "n_head",
+                "encoder_layers",
+            ),
         )
-        if not self.lr > 0:
-            raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
-        if not self.warm_decoder_lr_factor > 0:
-            raise ValueError(f"warm_decoder_lr_factor: {self.warm_decoder_lr_factor} is not allowed; it must be > 0")
+        for name in ("lr", "warm_decoder_lr_factor", "grad_clip"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}: {getattr(self, name)} is not allowed; it must be > 0")
+        for name in ("weight_decay", "warmup_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: {getattr(self, name)} is not allowed; it must be >= 0")
+        if not DEVICE.fullmatch(self.device):
+            raise ValueError(f"device: {self.device!r} is not allowed; allowed values: {DEVICES}")
 
     def control_factors(self, mean_train_tokens: float) -> tuple[float, float]:
         """(reconstruction multiplier, beta multiplier) of the selected control."""
@@ -145,8 +166,12 @@ class TrainConfig:
         return asdict(self)
 
     def training_settings(self) -> dict:
-        """Everything that decides the trained weights: a resumed run must match these exactly."""
+        """Every setting that decides the trained weights: a resumed run must match these exactly.
+
+        The input files are left out by path and compared by content instead (resume.pt keeps their sha256), so a
+        moved results folder still resumes and a rebuilt input at the same path does not.
+        """
         settings = self.to_dict()
-        for bookkeeping in ("run_dir", "device", "log_every", "checkpoint_every"):
-            settings.pop(bookkeeping)
+        for name in (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every"):
+            settings.pop(name)
         return settings

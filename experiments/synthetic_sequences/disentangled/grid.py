@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, TOKEN_WEIGHTED_TERMS, parse_aggregation_mode
-from experiments.synthetic_sequences.disentangled.config import CONTROLS, TrainConfig
+from experiments.synthetic_sequences.disentangled.config import CONTROLS, INPUT_PATHS, TrainConfig
 
-PATH_FIELDS = ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference", "run_dir")
+# the required paths of a run (init_decoder is optional: "" starts from random weights)
+PATH_FIELDS = (*(name for name in INPUT_PATHS if name != "init_decoder"), "run_dir")
 # set by the grid itself (from the run key, the family or the workflow), never through a family's settings
 GRID_FIELDS = PATH_FIELDS + (
     "model",
@@ -45,6 +47,11 @@ GRID_FIELDS = PATH_FIELDS + (
     "init_decoder",
 )
 SETTABLE_FIELDS = tuple(f for f in TrainConfig.__dataclass_fields__ if f not in GRID_FIELDS)
+
+# a run directory: what a finished run holds (metadata.json is written last and marks it finished), and the state an
+# unfinished one leaves to resume from
+RUN_OUTPUTS = ("run_config.json", "metrics.jsonl", "model.pt", "eval.json", "metadata.json")
+RESUME_FILE = "resume.pt"
 
 CONTROL_MODE = {"scale": "mean", "balance": "sum"}  # each control is defined in one mode (design.md)
 FAMILY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
@@ -134,14 +141,19 @@ class RunSpec:
 
 def cli_arguments(arguments: Mapping) -> str:
     """{'num_codes': 4, 'hybrid_coefficients': {'tokcc': 0.5}, 'tasks': ['sort', 'count']}
-    -> '--num-codes 4 --hybrid-coefficients tokcc=0.5 --tasks sort count'."""
+    -> '--num-codes 4 --hybrid-coefficients tokcc=0.5 --tasks sort count'.
+
+    Every value is shell-quoted: a config value is one argument, never more flags (`device: "cpu --seed 5"`).
+    """
     parts = []
     for name, value in arguments.items():
         if isinstance(value, Mapping):
-            value = ",".join(f"{k}={v}" for k, v in value.items())
+            values = [",".join(f"{k}={v}" for k, v in value.items())]
         elif isinstance(value, list | tuple):
-            value = " ".join(str(item) for item in value)
-        parts.append(f"--{name.replace('_', '-')} {value}")
+            values = [str(item) for item in value]
+        else:
+            values = [str(value)]
+        parts.append(" ".join([f"--{name.replace('_', '-')}", *map(shlex.quote, values)]))
     return " ".join(parts)
 
 

@@ -20,6 +20,7 @@ aggregate writes, as parquet + CSV (+ Markdown for the small ones):
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Sequence
@@ -32,7 +33,7 @@ import pyarrow.parquet as pq
 from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
 from experiments.synthetic_sequences.disentangled.curves import CURVE_METRICS, convergence
-from experiments.synthetic_sequences.disentangled.grid import parse_control_of, parse_run_path
+from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS, parse_control_of, parse_run_path
 from experiments.synthetic_sequences.disentangled.verdict import markdown, verdict_markdown, verdict_table
 
 RUN_COLUMNS = ["family", "model", "controls", "term", "mode", "alpha", "seed", "beta", "reconstruction_scale", "warm_start"]
@@ -73,17 +74,47 @@ def validation_lines(text: str) -> list[str]:
     return lines
 
 
+def parse_json(text: str | bytes, path: Path) -> dict:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON: {err}") from err
+
+
+def read_json(path: str | Path) -> dict:
+    return parse_json(Path(path).read_text(), Path(path))
+
+
+def read_finished_run(run_dir: Path) -> dict[str, bytes]:
+    """The bytes of every output of a finished run directory; refuses one that is unfinished or holds another run's files.
+
+    The trainer writes metadata.json last, with `finished` and the sha256 of every other output, so a directory
+    mixing one run's eval.json with another's run_config.json is caught here. Each file is read once.
+    """
+    if (run_dir / RESUME_FILE).exists():
+        raise ValueError(f"run directory {run_dir} holds {RESUME_FILE}: the run is unfinished or was interrupted")
+    missing = [name for name in RUN_OUTPUTS if not (run_dir / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"run directory {run_dir} lacks {', '.join(missing)}; is the run finished?")
+    files = {name: (run_dir / name).read_bytes() for name in RUN_OUTPUTS}
+    metadata = parse_json(files["metadata.json"], run_dir / "metadata.json")
+    if "finished" not in metadata or "outputs_sha256" not in metadata:
+        raise ValueError(f"{run_dir / 'metadata.json'} has no 'finished' or 'outputs_sha256' field: the run did not finish")
+    for name, digest in metadata["outputs_sha256"].items():
+        if name not in files or hashlib.sha256(files[name]).hexdigest() != digest:
+            raise ValueError(f"{run_dir / name}: sha256 differs from metadata.json's outputs_sha256; it is not this run's {name}")
+    return files
+
+
 def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     """The tidy metrics table of one finished run directory."""
     run_dir = Path(run_dir)
-    missing = [name for name in ("eval.json", "metadata.json", "run_config.json", "metrics.jsonl") if not (run_dir / name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"run directory {run_dir} lacks {missing}; is the run finished?")
-    evaluation = json.loads((run_dir / "eval.json").read_text())
-    metadata = json.loads((run_dir / "metadata.json").read_text())
-    run_config = json.loads((run_dir / "run_config.json").read_text())
+    files = read_finished_run(run_dir)
+    metadata = parse_json(files["metadata.json"], run_dir / "metadata.json")
+    evaluation = parse_json(files["eval.json"], run_dir / "eval.json")
+    run_config = parse_json(files["run_config.json"], run_dir / "run_config.json")
     # only the validation rows are parsed: a run logs a train row per step, and parsing them dominated extraction
-    validation = json.loads("[" + ",".join(validation_lines((run_dir / "metrics.jsonl").read_text())) + "]")
+    validation = parse_json("[" + ",".join(validation_lines(files["metrics.jsonl"].decode())) + "]", run_dir / "metrics.jsonl")
     params = parse_run_path(str(run_dir))
     if run_config["reconstruction_loss_token_aggregation_mode"] != params["mode"]:
         raise ValueError(
@@ -91,8 +122,6 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
         )
     if not validation:
         raise ValueError(f"{run_dir}/metrics.jsonl has no validation rows; a finished run has at least one")
-    if "train_diagnostics" not in metadata:
-        raise ValueError(f"{run_dir}/metadata.json has no train_diagnostics; is the run finished?")
 
     records: list[tuple[str, str, float, float]] = []  # (metric, scope, step, value); step is nan off the curves
     nan = float("nan")
@@ -222,9 +251,7 @@ def aggregate(
         "runs": runs,
         "aggregate": aggregate_table(runs),
         "mean_vs_sum": contrasts,
-        "confounds": confound_table(
-            json.loads(Path(data_summary_path).read_text()), [json.loads(Path(p).read_text()) for p in reference_paths], metrics
-        ),
+        "confounds": confound_table(read_json(data_summary_path), [read_json(path) for path in reference_paths], metrics),
         "verdict": verdict_table(runs, contrasts, control_of),
     }
     out_dir = Path(out_dir)

@@ -7,51 +7,49 @@
         --reconstruction-loss-token-aggregation-mode sum --reconstruction-term dist \\
         --run-dir results/runs/demo/dist_sum_0/seed0
 
-Before any compute, the reference artifact must carry the run's mode and the
-sha256 of the validation scores it is given. The run directory receives
-run_config.json, metadata.json, metrics.jsonl (train steps and validation
-evaluations), model.pt and eval.json. A partial run leaves resume.pt, which is
-written every --checkpoint-every steps and on SIGTERM / SIGUSR1 (what Slurm
-sends before a time limit); restarting with the same run directory and
-settings resumes from it and ends with the same numbers as an uninterrupted run.
+Before anything is written, every input is checked (inputs.py): the reference
+artifact's c_base is recomputed from the validation scores in the run's own
+mode, and the scores must be of exactly the given records, from one z-free
+checkpoint. The run directory receives run_config.json, metrics.jsonl (train
+steps and validation evaluations), model.pt, eval.json and, last, metadata.json
+(which marks the run finished). A partial run leaves resume.pt, written every
+--checkpoint-every steps and on SIGTERM / SIGUSR1 (what Slurm sends before a
+time limit); restarting with the same run directory, settings and inputs
+resumes from it and ends with the same numbers as an uninterrupted run. A
+resume.pt of anything else is set aside (run_state.py) and the run starts fresh.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import MISSING, fields, replace
-from pathlib import Path
 
 import numpy as np
 import torch
 from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
 
-from core.disentanglement.artifacts import atomic_path, sha256_file, write_json, write_jsonl
-from core.disentanglement.batching import RecordBatcher, SpecialTokens, bucketed_batches, random_batches
-from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
+from core.disentanglement.artifacts import save_torch, sha256_file, write_json, write_jsonl
+from core.disentanglement.batching import bucketed_batches, random_batches
+from core.disentanglement.config import AGGREGATION_MODES, NORMALISED_TERMS, OPTIMISABLE_TERMS
 from core.disentanglement.continuous_cvae import ContinuousCVAE
 from core.disentanglement.decoder import DecoderConfig, warm_start
 from core.disentanglement.latent_configs import ESTIMATORS
 from core.disentanglement.losses import aggregate_tokens, concentration_factor
-from core.disentanglement.records import Records, RecordsError, read_records
-from core.disentanglement.reference import read_reference
 from core.disentanglement.schedule import warmup_cosine
-from core.disentanglement.scores import read_scores
 from core.disentanglement.shared_discrete_cvae import SharedDiscreteCVAE
 from core.disentanglement.token_weighting import high_surprisal_weights, low_surprisal_weights
 from core.disentanglement.zfree import load_decoder
 from experiments.synthetic_sequences.disentangled.config import AUXILIARY_TERMS, BATCHING, CONTROLS, MODELS, TrainConfig
 from experiments.synthetic_sequences.disentangled.curves import train_diagnostics
 from experiments.synthetic_sequences.disentangled.evaluate import evaluate, latent_summary, posterior_pass, shuffled_z_rise
+from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
+from experiments.synthetic_sequences.disentangled.inputs import input_hashes, load_inputs
+from experiments.synthetic_sequences.disentangled.run_state import StopRequested, clear_outputs, git_commit, load_resume, now, save_resume
 from experiments.synthetic_sequences.disentangled.train_step import BATCH_EXTREMES, NonFiniteLoss, objective, train_step
 
-RESUME_FILE = "resume.pt"
 CHOICES = {"model": MODELS, "estimator": ESTIMATORS, "batching": BATCHING, "reconstruction_term": OPTIMISABLE_TERMS, "controls": CONTROLS}
 EVAL_BATCH = 128
 # batch-level counts and extremes: a validation row takes them from the whole split instead (split_diagnostics)
@@ -75,7 +73,9 @@ HELP = {
     "the batch reduction is the example mean either way",
     "token_weight_alpha": "power of the z-free NLL in the token weights (tok, tokcc, tokinv); 0 = uniform",
     "epsilon": "ex-term denominator offset, in the selected mode's units (nats/token for mean, nats/example for sum)",
-    "hybrid_coefficients": "for --reconstruction-term hybrid: weighted terms, e.g. tokcc=0.5,dist=0.5",
+    "hybrid_coefficients": "for --reconstruction-term hybrid: weighted terms, e.g. tokcc=0.5,dist=0.5; coefficients >= 0, one > 0. "
+    "dist, ex, tokcc and tokinv are divided by a reference scale and O(1) in both modes, raw and tok are not "
+    "(about mean n_i times larger under sum): a hybrid mixing the two kinds weights its parts differently in mean and in sum",
     "reconstruction_scale": "multiplier of the reconstruction term (the scale control: mean mode x mean token count)",
     "beta": "weight of KL(q(z|x,y) || p(z|x)) (the balance control: sum mode with beta x mean token count)",
     "beta_warmup_steps": "ramp beta linearly from 0 over this many steps (KL annealing; 0 = off)",
@@ -90,7 +90,7 @@ HELP = {
     "length_groups": "decode each batch in this many length-sorted groups, each padded to its own longest example "
     "(1: the whole batch padded as one; the numbers agree up to float rounding, the padded work shrinks)",
     "batching": f"training batches ({', '.join(BATCHING)}); bucketed pads less but makes batch-marginal terms see one length range",
-    "device": "cpu, cuda, or auto (cuda when available)",
+    "device": "cpu, auto (cuda when available, else cpu with a notice), cuda, cuda:N or mps",
 }
 
 
@@ -140,34 +140,7 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[TrainConfig, int | 
         parser.error(str(err))
 
 
-# ---------------------------------------------------------------- inputs
-
-
-def aligned_base_nll(records: Records, scores_path: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """b [N, T] and its mask for `records`, after checking the scores are of exactly these records."""
-    scores = read_scores(scores_path)
-    if scores.frame["id"].tolist() != records.frame["id"].tolist():
-        raise RecordsError(f"scores file {scores.path} does not hold the records of {records.path} in the same order")
-    return scores.padded(dtype=torch.float32)
-
-
-def load_inputs(config: TrainConfig) -> dict:
-    """Every input, checked, before any training: the reference first, since it is the cheapest to refuse."""
-    for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference", "init_decoder"):
-        if getattr(config, name) and not Path(getattr(config, name)).is_file():
-            raise FileNotFoundError(f"{name}: {getattr(config, name)} does not exist")
-    reference = read_reference(config.reference, mode=config.mode, scores_path=config.val_scores)
-    splits = {split: read_records(getattr(config, f"{split}_records")) for split in ("train", "val", "test")}
-    for split in ("val", "test"):
-        if splits[split].vocab != splits["train"].vocab:
-            raise RecordsError(f"records file {splits[split].path} uses another vocabulary than {splits['train'].path}")
-    special = SpecialTokens.from_vocab(splits["train"].vocab)
-    return {
-        "reference": reference,
-        "records": splits,
-        "batchers": {split: RecordBatcher(records.frame, special) for split, records in splits.items()},
-        "base": {split: aligned_base_nll(splits[split], getattr(config, f"{split}_scores")) for split in ("train", "val")},
-    }
+# ---------------------------------------------------------------- the model
 
 
 def build_model(config: TrainConfig, vocab_size: int, max_len: int) -> torch.nn.Module:
@@ -218,40 +191,6 @@ def step_generator(seed: int, step: int, device) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed * 1_000_003 + step)
 
 
-class StopRequested:
-    """Turns SIGTERM / SIGUSR1 into a flag the loop checks after each step."""
-
-    def __init__(self):
-        self.signal: int | None = None
-        for signum in (signal.SIGTERM, signal.SIGUSR1):
-            signal.signal(signum, self._handle)
-
-    def _handle(self, signum, frame) -> None:
-        self.signal = signum
-
-
-def save_resume(path: Path, model, optimizer, step: int, rows: list[dict], config: TrainConfig) -> None:
-    state = {
-        "step": step,
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "rows": rows,
-        "settings": config.training_settings(),
-    }
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
-
-
-def load_resume(path: Path, config: TrainConfig) -> dict | None:
-    if not path.is_file():
-        return None
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if state["settings"] != config.training_settings():
-        changed = sorted(k for k in state["settings"] if state["settings"][k] != config.training_settings().get(k))
-        raise ValueError(f"{path} belongs to a run with other settings ({', '.join(changed)}); delete it or use another --run-dir")
-    return state
-
-
 def parameter_groups(model: torch.nn.Module, config: TrainConfig) -> list[dict]:
     """AdamW groups: a warm-started decoder's pretrained weights learn at lr x warm_decoder_lr_factor, the rest at lr.
 
@@ -270,27 +209,18 @@ def parameter_groups(model: torch.nn.Module, config: TrainConfig) -> list[dict]:
     return groups
 
 
-def git_commit() -> str:
-    try:
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).parent
-            ).stdout.strip()
-            or "unknown"
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def resolve_device(name: str) -> torch.device:
-    """`auto` is cuda when available, else cpu; any other name is taken as given."""
+    """`auto` is cuda when available, else cpu (with a notice); a named accelerator must be present."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        print("device auto: no CUDA device is visible to this process; training on cpu", file=sys.stderr, flush=True)
+        return torch.device("cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device: {name!r} is not available (torch sees no CUDA device); use cpu or auto")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device: 'mps' is not available on this machine; use cpu or auto")
     return torch.device(name)
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 # ---------------------------------------------------------------- evaluation on validation
@@ -351,19 +281,33 @@ def validation_metrics(model, inputs: dict, settings: dict, seed: int, device) -
 # ---------------------------------------------------------------- the run
 
 
+def hybrid_scale_note(config: TrainConfig) -> str | None:
+    """A one-line notice when a hybrid mixes terms divided by a reference scale with terms that are not."""
+    parts = set(config.hybrid_coefficients)
+    normalised, unnormalised = sorted(parts & NORMALISED_TERMS), sorted(parts - NORMALISED_TERMS)
+    if not (normalised and unnormalised):
+        return None
+    return (
+        f"note: the hybrid mixes {', '.join(unnormalised)} (in {config.mode} units) with {', '.join(normalised)} "
+        "(divided by a reference scale): their relative weight differs between mean and sum by about the mean token count"
+    )
+
+
 def train(config: TrainConfig) -> dict:
     called = time.perf_counter()
     device = resolve_device(config.device)
-    inputs = load_inputs(config)
+    inputs = load_inputs(config)  # every check, before anything is written
+    inputs_sha256 = input_hashes(config)
+    model = initial_model(config, inputs).to(device)
+    optimizer = torch.optim.AdamW(parameter_groups(model, config), lr=config.lr, weight_decay=config.weight_decay)
+    if note := hybrid_scale_note(config):
+        print(note, file=sys.stderr, flush=True)
+
     run_dir = config.run_path
     run_dir.mkdir(parents=True, exist_ok=True)
     resume_path = run_dir / RESUME_FILE
-    resumed = load_resume(resume_path, config)
-
-    batchers = inputs["batchers"]
-    model = initial_model(config, inputs).to(device)
-    max_len = model.decoder.config.max_len
-    optimizer = torch.optim.AdamW(parameter_groups(model, config), lr=config.lr, weight_decay=config.weight_decay)
+    resumed = load_resume(resume_path, config.training_settings(), inputs_sha256)
+    clear_outputs(run_dir)
     start_step, rows = 0, []
     if resumed is not None:
         model.load_state_dict(resumed["model"])
@@ -375,17 +319,8 @@ def train(config: TrainConfig) -> dict:
     write_json(config.to_dict(), run_dir / "run_config.json")
     metadata = {
         "reconstruction_loss_token_aggregation_mode": config.mode.value,
-        "reference": {
-            "path": config.reference,
-            "sha256": sha256_file(config.reference),
-            "mode": reference["mode"],
-            "c_base": reference["c_base"],
-        },
-        "inputs_sha256": {
-            name: sha256_file(getattr(config, name))
-            for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores", "init_decoder")
-            if getattr(config, name)
-        },
+        "reference": {"path": config.reference, "mode": reference["mode"], "c_base": reference["c_base"]},
+        "inputs_sha256": inputs_sha256,
         "git_commit": git_commit(),
         "torch": torch.__version__,
         "seed": config.seed,
@@ -412,7 +347,7 @@ def train(config: TrainConfig) -> dict:
         "beta": beta,
     }
     write_json(metadata, run_dir / "metadata.json")
-    train_batcher = batchers["train"]
+    train_batcher = inputs["batchers"]["train"]
     train_base, _ = inputs["base"]["train"]
     schedule = BatchSchedule(train_batcher.lengths, config.batch_size, config.seed, config.batching)
     stop = StopRequested()
@@ -458,7 +393,7 @@ def train(config: TrainConfig) -> dict:
             rows.append({"split": "val", "step": step, **point, **val_diagnostics})
             validation_s += time.perf_counter() - validation_started
         if step % config.checkpoint_every == 0 or stop.signal is not None:
-            save_resume(resume_path, model, optimizer, step, rows, config)
+            save_resume(resume_path, model, optimizer, step, rows, config.training_settings(), inputs_sha256)
             write_jsonl(rows, run_dir / "metrics.jsonl")
             last_saved = step
         if stop.signal is not None and step < config.steps:
@@ -471,7 +406,7 @@ def train(config: TrainConfig) -> dict:
     evaluation = evaluate(
         model,
         inputs["records"]["test"],
-        batchers["test"],
+        inputs["batchers"]["test"],
         seed=config.seed,
         prompts_per_code=config.eval_prompts_per_code,
         batch_size=EVAL_BATCH,
@@ -480,9 +415,9 @@ def train(config: TrainConfig) -> dict:
     evaluation.update(
         model=config.model, reconstruction_term=config.reconstruction_term, reconstruction_loss_token_aggregation_mode=config.mode.value
     )
-    with atomic_path(run_dir / "model.pt") as tmp:
-        torch.save({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": max_len}, tmp)
+    save_torch({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": model.decoder.config.max_len}, run_dir / "model.pt")
     write_jsonl(rows, run_dir / "metrics.jsonl")
+    write_json(evaluation, run_dir / "eval.json")
     timing = {
         "setup_s": started - called,
         "train_loop_s": loop_s,  # this process's steps, with their validation passes and checkpoints
@@ -491,8 +426,10 @@ def train(config: TrainConfig) -> dict:
         "evaluation_s": time.perf_counter() - started - loop_s,
     }
     diagnostics = train_diagnostics([row for row in rows if row["split"] == "train"])
-    write_json({**metadata, "finished": now(), "timing": timing, "train_diagnostics": diagnostics}, run_dir / "metadata.json")
-    write_json(evaluation, run_dir / "eval.json")
+    # written last: `finished` and the outputs' hashes mark a complete run directory (tables extract checks both)
+    outputs_sha256 = {name: sha256_file(run_dir / name) for name in RUN_OUTPUTS if name != "metadata.json"}
+    finished = {"finished": now(), "timing": timing, "train_diagnostics": diagnostics, "outputs_sha256": outputs_sha256}
+    write_json({**metadata, **finished}, run_dir / "metadata.json")
     resume_path.unlink(missing_ok=True)
     return evaluation
 

@@ -1,0 +1,68 @@
+"""A training run's inputs, read and checked before anything is written to its run directory.
+
+Nothing is taken on trust: the records, the z-free scores of the train and val
+splits, the reference artifact (whose c_base is recomputed from the val scores
+in the run's own mode) and the warm-start checkpoint. Each refusal is one line
+that names the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from core.disentanglement.artifacts import sha256_file
+from core.disentanglement.batching import RecordBatcher, SpecialTokens
+from core.disentanglement.records import RecordsError, read_records
+from core.disentanglement.reference import read_reference
+from core.disentanglement.scores import check_scores_of, read_scores
+from experiments.synthetic_sequences.disentangled.config import INPUT_PATHS, TrainConfig
+
+SPLITS = ("train", "val", "test")
+SCORED_SPLITS = ("train", "val")
+
+
+def input_hashes(config: TrainConfig) -> dict[str, str]:
+    """sha256 of every input file the run was given: what its metadata records and what a resume must match."""
+    return {name: sha256_file(getattr(config, name)) for name in INPUT_PATHS if getattr(config, name)}
+
+
+def check_one_checkpoint(scores: dict) -> None:
+    """Train and val scores must come from one z-free checkpoint: the reference is built from the val scores, the
+    token weights of training from the train scores."""
+    train, val = (scores[split] for split in SCORED_SPLITS)
+    hashes = {split: scores[split].metadata.get("checkpoint_sha256") for split in SCORED_SPLITS}
+    if None in hashes.values():
+        unnamed = next(scores[split].path for split, digest in hashes.items() if digest is None)
+        raise RecordsError(f"scores file {unnamed}: provenance lacks checkpoint_sha256; was it written by 'zfree score'?")
+    if hashes["train"] != hashes["val"]:
+        raise RecordsError(
+            f"scores file {train.path}: checkpoint_sha256 {hashes['train'][:12]}... differs from {val.path}'s "
+            f"{hashes['val'][:12]}...; train and val must be scored by one z-free checkpoint"
+        )
+
+
+def load_inputs(config: TrainConfig) -> dict:
+    """Every input, read and checked; raises (FileNotFoundError, ValueError) before the run directory is touched."""
+    for name in INPUT_PATHS:
+        if getattr(config, name) and not Path(getattr(config, name)).is_file():
+            raise FileNotFoundError(f"{name}: {getattr(config, name)} does not exist")
+    splits = {split: read_records(getattr(config, f"{split}_records")) for split in SPLITS}
+    for split, records in splits.items():
+        if records.split != split:
+            raise RecordsError(f"records file {records.path}: split is {records.split!r}, but it was given as the {split!r} split")
+        if records.vocab != splits["train"].vocab:
+            raise RecordsError(f"records file {records.path}: vocab differs from that of {splits['train'].path}")
+    scores = {split: read_scores(getattr(config, f"{split}_scores")) for split in SCORED_SPLITS}
+    for split in SCORED_SPLITS:
+        check_scores_of(scores[split], splits[split], split)
+    check_one_checkpoint(scores)
+    reference = read_reference(config.reference, mode=config.mode, scores_path=config.val_scores)
+    special = SpecialTokens.from_vocab(splits["train"].vocab)
+    return {
+        "reference": reference,
+        "records": splits,
+        "batchers": {split: RecordBatcher(records.frame, special) for split, records in splits.items()},
+        "base": {split: scores[split].padded(dtype=torch.float32) for split in SCORED_SPLITS},  # b [N, T] and mask
+    }

@@ -1,0 +1,287 @@
+"""Check, don't trust: each input a run can be handed wrongly, and each state a run directory can be left in.
+
+One test per case of issue 12, each with the failing input; the refusals are one line naming the file and the field.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from core.disentanglement.artifacts import sha256_file
+from core.disentanglement.scores import read_scores, write_scores
+from core.disentanglement.zfree import train_zfree
+from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
+from experiments.synthetic_sequences.disentangled.run_state import load_resume, save_resume
+from experiments.synthetic_sequences.disentangled.tables import main as tables_main
+from experiments.synthetic_sequences.disentangled.tables import run_metrics
+from experiments.synthetic_sequences.disentangled.train_disentangled import main
+from tests.conftest import TINY
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_RUN = ["--d-model", "32", "--n-layer", "1", "--n-head", "2", "--num-codes", "3", "--batch-size", "32"]
+TINY_RUN += ["--eval-prompts-per-code", "2", "--eval-every", "2", "--log-every", "1", "--threads", "1"]
+
+
+def with_flag(flags: list[str], flag: str, value: str) -> list[str]:
+    flags = list(flags)
+    flags[flags.index(flag) + 1] = value
+    return flags
+
+
+def rewrite_scores(source: Path, target: Path, *, split=None, nll=None, drop_last_token_of_first=False, **provenance):
+    """A copy of a scores file with its split, its NLLs, one row's length or its provenance changed."""
+    scores = read_scores(source)
+    frame = scores.frame.copy()
+    if nll is not None:
+        frame["token_nll"] = [nll(a) for a in frame["token_nll"]]
+    if drop_last_token_of_first:
+        frame.at[0, "token_nll"] = frame.at[0, "token_nll"][:-1]
+        frame.at[0, "n"] = frame.at[0, "n"] - 1
+    write_scores(frame, target, split=split or scores.split, metadata={**scores.metadata, **provenance})
+    return target
+
+
+def edited_reference(source: Path, target: Path, **changes) -> Path:
+    target.write_text(json.dumps({**json.loads(source.read_text()), **changes}))
+    return target
+
+
+@pytest.fixture(scope="module")
+def finished_run(io_flags, tmp_path_factory):
+    run = tmp_path_factory.mktemp("finished") / "fam" / "raw_mean_0" / "seed0"
+    main([*io_flags("mean", run), *TINY_RUN, "--steps", "4", "--reconstruction-term", "raw"])
+    return run
+
+
+# ---------------------------------------------------------------- inputs, refused before the run directory is written
+
+
+def bad_inputs(case: str, io_flags, scored, references, tmp_path) -> tuple[list[str], str]:
+    """(trainer flags with one input made wrong, the refusal expected) for each case of issue 12."""
+    train, val, mean_reference = scored / "train.parquet", scored / "val.parquet", references / "mean.json"
+    c_base = json.loads(mean_reference.read_text())["c_base"]
+    scores, reference = tmp_path / "train.parquet", tmp_path / "reference.json"
+    cases = {  # case: (mode, flag, the wrong input, the refusal)
+        "mean artifact relabelled sum": (
+            *("sum", "--reference", lambda: edited_reference(mean_reference, reference, mode="sum")),
+            r"reference.json: c_base: .* disagrees with .* recomputed from .*val.parquet in mode 'sum'",
+        ),
+        "c_base x 100": (
+            *("mean", "--reference", lambda: edited_reference(mean_reference, reference, c_base=100 * c_base)),
+            r"reference.json: c_base: .* disagrees",
+        ),
+        "negated train scores": (
+            *("mean", "--train-scores", lambda: rewrite_scores(train, scores, nll=lambda a: -a)),
+            r"train.parquet: token_nll holds a negative or non-finite NLL for ids",
+        ),
+        "non-finite train scores": (
+            *("mean", "--train-scores", lambda: rewrite_scores(train, scores, nll=lambda a: a * float("nan"))),
+            r"train.parquet: token_nll holds a negative or non-finite NLL",
+        ),
+        "n is not the record's token count": (
+            *("mean", "--train-scores", lambda: rewrite_scores(train, scores, drop_last_token_of_first=True)),
+            r"train.parquet: n disagrees with y_length of .*train.parquet for ids",
+        ),
+        "val scores given as train scores": (
+            *("mean", "--train-scores", lambda: val),
+            r"val.parquet: split is 'val', but it was given as the 'train' split",
+        ),
+        "train scores of another checkpoint": (
+            *("mean", "--train-scores", lambda: rewrite_scores(train, scores, checkpoint_sha256="0" * 64)),
+            r"train.parquet: checkpoint_sha256 000000000000\.\.\. differs from .*val.parquet's",
+        ),
+        "train scores of other records": (
+            *("mean", "--train-scores", lambda: rewrite_scores(train, scores, records_sha256="f" * 64)),
+            r"train.parquet: records_sha256 ffffffffffff\.\.\. is not that of .*train.parquet",
+        ),
+        "test records given as val records": (
+            *("mean", "--val-records", lambda: io_flags("mean", tmp_path)[5]),
+            r"test.parquet: split is 'test', but it was given as the 'val' split",
+        ),
+    }
+    mode, flag, wrong_input, message = cases[case]
+    return with_flag(io_flags(mode, tmp_path / "run"), flag, str(wrong_input())), message
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "mean artifact relabelled sum",
+        "c_base x 100",
+        "negated train scores",
+        "non-finite train scores",
+        "n is not the record's token count",
+        "val scores given as train scores",
+        "train scores of another checkpoint",
+        "train scores of other records",
+        "test records given as val records",
+    ],
+)
+def test_a_bad_input_is_refused_in_one_line_before_anything_is_written(io_flags, scored, references, tmp_path, case):
+    flags, message = bad_inputs(case, io_flags, scored, references, tmp_path)
+    with pytest.raises(SystemExit, match=message) as refused:
+        main([*flags, *TINY_RUN, "--steps", "2"])
+    assert "\n" not in str(refused.value)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--steps", "10.7"], "argument --steps: invalid int value: '10.7'"),
+        (["--device", "tpu"], "device: 'tpu' is not allowed; allowed values: cpu, auto, cuda, cuda:N, mps"),
+        (["--grad-clip", "0"], "grad_clip: 0.0 is not allowed; it must be > 0"),
+        (["--weight-decay", "-1"], "weight_decay: -1.0 is not allowed; it must be >= 0"),
+        (["--warmup-steps", "-5"], "warmup_steps: -5 is not allowed; it must be >= 0"),
+        (["--reconstruction-term", "hybrid", "--hybrid-coefficients", "dist=-1"], "hybrid_coefficients.dist: -1.0 is not allowed"),
+        (["--reconstruction-term", "hybrid", "--hybrid-coefficients", "dist=0,raw=0"], "every coefficient is 0"),
+    ],
+)
+def test_the_trainer_refuses_bad_settings_naming_the_field(io_flags, tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit):
+        main([*io_flags("mean", tmp_path / "run"), *flags])
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_hybrid_of_normalised_and_unnormalised_terms_says_so(io_flags, tmp_path, capsys):
+    hybrid = ["--reconstruction-term", "hybrid", "--hybrid-coefficients", "raw=0.5,dist=0.5"]
+    main([*io_flags("sum", tmp_path / "run"), *TINY_RUN, "--steps", "2", *hybrid])
+    assert "note: the hybrid mixes raw (in sum units) with dist (divided by a reference scale)" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- resume state
+
+
+@pytest.fixture
+def saved_state(tmp_path):
+    model = torch.nn.Linear(2, 2)
+    path = tmp_path / RESUME_FILE
+    save_resume(path, model, torch.optim.AdamW(model.parameters()), 3, [{"step": 1}], {"beta": 0.1}, {"reference": "abc"})
+    return path
+
+
+def test_a_resume_state_of_the_same_settings_and_inputs_is_resumed(saved_state):
+    state = load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"})
+    assert state["step"] == 3 and saved_state.is_file()
+
+
+@pytest.mark.parametrize(
+    ("settings", "inputs", "reason"),
+    [
+        ({"beta": 0.5}, {"reference": "abc"}, "its settings differ in beta"),
+        ({"beta": 0.1}, {"reference": "def"}, r"its inputs changed since \(reference\)"),
+        ({"beta": 0.1}, {"reference": "abc", "train_scores": "0"}, r"its inputs changed since \(train_scores\)"),
+    ],
+)
+def test_a_resume_state_of_other_settings_or_inputs_is_set_aside(saved_state, capsys, settings, inputs, reason):
+    assert load_resume(saved_state, settings, inputs) is None
+    warning = capsys.readouterr().err
+    assert f"warning: {saved_state} set aside as resume.pt.stale-" in warning and "the run starts from step 0" in warning
+    assert re.search(reason, warning)
+    assert not saved_state.exists() and len(list(saved_state.parent.glob("resume.pt.stale-*"))) == 1
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_an_unreadable_resume_state_is_set_aside_with_the_reason(saved_state, capsys, damage):
+    content = {"truncated": saved_state.read_bytes()[:200], "garbage": b"not a checkpoint at all", "empty": b""}[damage]
+    saved_state.write_bytes(content)
+    assert load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"}) is None
+    warning = capsys.readouterr().err.strip()
+    assert warning.startswith(f"warning: {saved_state} set aside as resume.pt.stale-") and "it cannot be read (" in warning
+    assert "\n" not in warning and not saved_state.exists()
+
+
+def interrupt_at_step(flags: list[str], step: int) -> None:
+    """Run the trainer CLI and send it SIGUSR1 (Slurm's warning before a time limit) once it logs `step`."""
+    command = [sys.executable, "-m", "experiments.synthetic_sequences.disentangled.train_disentangled", *flags]
+    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:
+        if line.startswith(f"step {step}/"):
+            os.kill(process.pid, signal.SIGUSR1)
+            break
+    process.stderr.read()
+    assert process.wait(timeout=300) == 128 + signal.SIGUSR1
+
+
+def test_a_run_whose_inputs_changed_after_an_interruption_starts_fresh(io_flags, references, finished_run, tmp_path, capsys):
+    """The issue's case: interrupted, inputs rebuilt, rerun. A finished run's outputs in the same directory are gone
+    as soon as the new run starts, so no directory ever mixes two runs."""
+    run = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    shutil.copytree(finished_run, run)
+    flags = [*io_flags("mean", run), *TINY_RUN, "--steps", "60", "--checkpoint-every", "2", "--reconstruction-term", "raw"]
+    interrupt_at_step(flags, 5)
+    assert (run / RESUME_FILE).is_file()
+    assert not (run / "eval.json").exists() and not (run / "model.pt").exists()  # the earlier run's outputs were removed
+    with pytest.raises(ValueError, match="holds resume.pt: the run is unfinished or was interrupted"):
+        run_metrics(run)
+
+    rebuilt = tmp_path / "mean.json"  # the same c_base, rewritten: another file, another sha256
+    rebuilt.write_text(json.dumps(json.loads((references / "mean.json").read_text()), indent=4))
+    main(with_flag(flags, "--reference", str(rebuilt)))
+    err = capsys.readouterr().err
+    assert r"set aside as resume.pt.stale-" in err and "its inputs changed since (reference)" in err
+    assert "resuming" not in err
+    metadata = json.loads((run / "metadata.json").read_text())
+    assert metadata["resumed_from_step"] is None and metadata["inputs_sha256"]["reference"] == sha256_file(rebuilt)
+    assert len(run_metrics(run)) > 0
+
+
+# ---------------------------------------------------------------- run directories and artifacts
+
+
+def test_extraction_refuses_a_directory_mixing_two_runs(finished_run, tmp_path):
+    mixed = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    shutil.copytree(finished_run, mixed)
+    config = json.loads((mixed / "run_config.json").read_text())
+    (mixed / "run_config.json").write_text(json.dumps({**config, "beta": 0.5}))  # another run's run_config.json
+    with pytest.raises(SystemExit, match=r"run_config.json: sha256 differs from metadata.json's outputs_sha256"):
+        tables_main(["extract", "--run-dir", str(mixed), "--out", str(tmp_path / "m.parquet")])
+    assert not (tmp_path / "m.parquet").exists()
+
+
+def test_extraction_refuses_a_directory_not_marked_finished(finished_run, tmp_path):
+    unfinished = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    shutil.copytree(finished_run, unfinished)
+    metadata = json.loads((unfinished / "metadata.json").read_text())
+    del metadata["finished"]
+    (unfinished / "metadata.json").write_text(json.dumps(metadata))
+    with pytest.raises(SystemExit, match="metadata.json has no 'finished' or 'outputs_sha256' field"):
+        tables_main(["extract", "--run-dir", str(unfinished), "--out", str(tmp_path / "m.parquet")])
+
+
+def test_a_finished_run_records_the_hash_of_every_output(finished_run):
+    outputs_sha256 = json.loads((finished_run / "metadata.json").read_text())["outputs_sha256"]
+    assert outputs_sha256 == {name: sha256_file(finished_run / name) for name in RUN_OUTPUTS if name != "metadata.json"}
+    assert not (finished_run / RESUME_FILE).exists()
+
+
+def test_the_same_training_gives_byte_identical_checkpoints(io_flags, data_dir, tmp_path):
+    """model.pt records its run_dir, so both trainings use the same one."""
+    run, first = tmp_path / "run", tmp_path / "first"
+    for _ in range(2):
+        if run.exists():
+            run.rename(first)
+        main([*io_flags("mean", run), *TINY_RUN, "--steps", "3", "--reconstruction-term", "raw"])
+    assert (run / "model.pt").read_bytes() == (first / "model.pt").read_bytes()
+    for name in ("a", "b"):
+        train_zfree(data_dir / "train.parquet", data_dir / "val.parquet", tmp_path / name / "model.pt", TINY)
+    assert sha256_file(tmp_path / "a" / "model.pt") == sha256_file(tmp_path / "b" / "model.pt")
+
+
+def test_aggregation_names_the_file_whose_json_is_broken(finished_run, references, tmp_path):
+    tables_main(["extract", "--run-dir", str(finished_run), "--out", str(tmp_path / "m.parquet")])
+    (tmp_path / "summary.json").write_text('{"train": ')
+    with pytest.raises(SystemExit, match=r"summary.json is not valid JSON"):
+        tables_main(
+            ["aggregate", "--metrics", str(tmp_path / "m.parquet"), "--data-summary", str(tmp_path / "summary.json")]
+            + ["--references", str(references / "mean.json"), "--out-dir", str(tmp_path / "tables")]
+        )
