@@ -36,8 +36,8 @@ def with_flag(flags: list[str], flag: str, value: str) -> list[str]:
     return flags
 
 
-def rewrite_scores(source: Path, target: Path, *, split=None, nll=None, drop_last_token_of_first=False, **provenance):
-    """A copy of a scores file with its split, its NLLs, one row's length or its provenance changed."""
+def rewrite_scores(source: Path, target: Path, *, split=None, nll=None, drop_last_token_of_first=False, bare=False, **provenance):
+    """A copy of a scores file with its split, its NLLs, one row's length or its provenance changed (bare: none)."""
     scores = read_scores(source)
     frame = scores.frame.copy()
     if nll is not None:
@@ -45,7 +45,7 @@ def rewrite_scores(source: Path, target: Path, *, split=None, nll=None, drop_las
     if drop_last_token_of_first:
         frame.at[0, "token_nll"] = frame.at[0, "token_nll"][:-1]
         frame.at[0, "n"] = frame.at[0, "n"] - 1
-    write_scores(frame, target, split=split or scores.split, metadata={**scores.metadata, **provenance})
+    write_scores(frame, target, split=split or scores.split, metadata={} if bare else {**scores.metadata, **provenance})
     return target
 
 
@@ -102,6 +102,10 @@ def bad_inputs(case: str, io_flags, scored, references, tmp_path) -> tuple[list[
             *("mean", "--train-scores", lambda: rewrite_scores(train, scores, records_sha256="f" * 64)),
             r"train.parquet: records_sha256 ffffffffffff\.\.\. is not that of .*train.parquet",
         ),
+        "train scores without provenance": (
+            *("mean", "--train-scores", lambda: rewrite_scores(train, scores, bare=True)),
+            r"train.parquet: provenance lacks records_sha256; was it written by 'zfree score'\?",
+        ),
         "test records given as val records": (
             *("mean", "--val-records", lambda: io_flags("mean", tmp_path)[5]),
             r"test.parquet: split is 'test', but it was given as the 'val' split",
@@ -122,6 +126,7 @@ def bad_inputs(case: str, io_flags, scored, references, tmp_path) -> tuple[list[
         "val scores given as train scores",
         "train scores of another checkpoint",
         "train scores of other records",
+        "train scores without provenance",
         "test records given as val records",
     ],
 )

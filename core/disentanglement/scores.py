@@ -75,7 +75,9 @@ def check_scores_of(scores: Scores, records: Records, split: str) -> None:
         if actual != split:
             raise RecordsError(f"{what} file {path}: split is {actual!r}, but it was given as the {split!r} split")
     scored_from = scores.metadata.get("records_sha256")
-    if scored_from is not None and scored_from != sha256_file(records.path):
+    if scored_from is None:
+        raise RecordsError(f"scores file {scores.path}: provenance lacks records_sha256; was it written by 'zfree score'?")
+    if scored_from != sha256_file(records.path):
         raise RecordsError(f"scores file {scores.path}: records_sha256 {scored_from[:12]}... is not that of {records.path}")
     if scores.frame["id"].tolist() != records.frame["id"].tolist():
         raise RecordsError(f"scores file {scores.path}: id does not list the records of {records.path} in the same order")

@@ -52,6 +52,7 @@ HEADLINE = [
     "recon_nll_per_token",
     "converged",
 ]
+EXTRACTED = ("metadata.json", "eval.json", "run_config.json", "metrics.jsonl")  # the run files extraction reads
 VALIDATION_ROW = '{"split": "val"'  # how the trainer's write_jsonl starts a validation row
 
 
@@ -86,22 +87,23 @@ def read_json(path: str | Path) -> dict:
 
 
 def read_finished_run(run_dir: Path) -> dict[str, bytes]:
-    """The bytes of every output of a finished run directory; refuses one that is unfinished or holds another run's files.
+    """The bytes of the outputs extraction reads; refuses a run directory that is unfinished or holds another run's files.
 
     The trainer writes metadata.json last, with `finished` and the sha256 of every other output, so a directory
-    mixing one run's eval.json with another's run_config.json is caught here. Each file is read once.
+    mixing one run's eval.json with another's run_config.json is caught here. Each file is read once; model.pt, which
+    extraction does not read, is only required to exist.
     """
     if (run_dir / RESUME_FILE).exists():
         raise ValueError(f"run directory {run_dir} holds {RESUME_FILE}: the run is unfinished or was interrupted")
     missing = [name for name in RUN_OUTPUTS if not (run_dir / name).is_file()]
     if missing:
         raise FileNotFoundError(f"run directory {run_dir} lacks {', '.join(missing)}; is the run finished?")
-    files = {name: (run_dir / name).read_bytes() for name in RUN_OUTPUTS}
+    files = {name: (run_dir / name).read_bytes() for name in EXTRACTED}
     metadata = parse_json(files["metadata.json"], run_dir / "metadata.json")
     if "finished" not in metadata or "outputs_sha256" not in metadata:
         raise ValueError(f"{run_dir / 'metadata.json'} has no 'finished' or 'outputs_sha256' field: the run did not finish")
-    for name, digest in metadata["outputs_sha256"].items():
-        if name not in files or hashlib.sha256(files[name]).hexdigest() != digest:
+    for name in EXTRACTED:
+        if name != "metadata.json" and hashlib.sha256(files[name]).hexdigest() != metadata["outputs_sha256"].get(name):
             raise ValueError(f"{run_dir / name}: sha256 differs from metadata.json's outputs_sha256; it is not this run's {name}")
     return files
 
