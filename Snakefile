@@ -26,6 +26,17 @@ include: "rules/common.smk"
 GRID = check_config()
 
 
+# Seconds-long jobs run where snakemake runs, not as Slurm jobs: a queue wait would exceed their work. Only the
+# trainings (z-free and CVAE) are submitted.
+localrules:
+    synthetic_sequences,
+    score_records,
+    reference_scale,
+    extract_metrics,
+    aggregate_tables,
+    plots,
+
+
 include: "rules/data.smk"
 include: "rules/reference.smk"
 include: "rules/train.smk"
