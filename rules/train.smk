@@ -31,6 +31,9 @@ rule train_run:
         runtime=train_resource("runtime", 60),
         mem_mb=train_resource("mem_mb", 2000),
         gpu=train_gpus,
+        # A Slurm group job runs its members one after another, so its request must be one member's width and
+        # the members' summed runtime; one local-scoped slot per job makes snakemake size it that way.
+        train_slots=1,
     params:
         run_dir=output_folder,
         family=family_flags,

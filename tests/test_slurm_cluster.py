@@ -2,13 +2,14 @@
 
 Needs the test cluster (scripts/slurm-test-cluster/start, as root); .ci/run starts it. Locally:
     scripts/slurm-test-cluster/start && python -m pytest -m slurm -s; scripts/slurm-test-cluster/stop
-The cluster runs accounting (slurmdbd). The smoke run polls job status with the profile's default, sacct; the
-default pilot, whose test cancels a job, polls with squeue, the path for clusters without accounting (with sacct,
-snakemake-executor-plugin-slurm 2.8 reads a scancel'ed job's "CANCELLED by <uid>" as still running and waits
-forever). The node declares two stand-in GPUs, so a GPU request is scheduled and allocated on this CPU-only machine.
+The profile packs up to 4 training runs into one Slurm job (a snakemake group job); the tests read each job's
+runs back from its submit line in accounting. The cluster runs accounting (slurmdbd). The smoke runs poll job
+status with the profile's default, sacct; the default pilot, whose test cancels a job, polls with squeue, the
+path for clusters without accounting (with sacct, snakemake-executor-plugin-slurm 2.8 reads a scancel'ed job's
+"CANCELLED by <uid>" as still running and waits forever). The node declares two stand-in GPUs, so a GPU request
+is scheduled and allocated on this CPU-only machine.
 """
 
-import collections
 import os
 import signal
 import subprocess
@@ -19,12 +20,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.synthetic_sequences.disentangled.grid import parse_job_comment
+from experiments.synthetic_sequences.disentangled.grid import parse_run_path, runs_of_slurm_job
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slurm
 CANCELLED_RUN = "discrete/raw_sum_0/seed0"
-CANCELLED_COMMENT = "rule_train_run_wildcards_discrete_raw_sum_0_0"
+CANCELLED_PARAMS = parse_run_path(CANCELLED_RUN)
 
 
 def slurm_jobs() -> list[tuple[int, str, str]]:
@@ -49,9 +50,10 @@ def cluster():
         pytest.fail("no Slurm controller answers; start one with scripts/slurm-test-cluster/start")
 
 
-def test_default_pilot_runs_on_slurm_with_one_job_per_rule_instance_and_a_retry(cluster, tmp_path):
+def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes(cluster, tmp_path):
+    """The profile packs up to 4 runs per Slurm job; one pack is cancelled mid-training, retried, and resumes."""
     results = tmp_path / "results"
-    before = max((job for job, _, _ in slurm_jobs()), default=0)
+    first = next_job_id()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     command = [
         *(sys.executable, "-m", "snakemake", "--profile", "slurm"),
@@ -62,12 +64,12 @@ def test_default_pilot_runs_on_slurm_with_one_job_per_rule_instance_and_a_retry(
     log = open(tmp_path / "snakemake.log", "w")  # noqa: SIM115 - closed below, after the run
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        # preempt one training job once it is training: Slurm's scancel, as a time limit or preemption would
+        # preempt the pack holding one run once that run trains: Slurm's scancel, as a time limit or preemption would
         train_log = results / "logs" / "train_run" / f"{CANCELLED_RUN}.log"
         wait_for(lambda: train_log.is_file() and "step " in train_log.read_text(), 1200, f"{CANCELLED_RUN} to start training")
-        running = [job for job, comment, state in slurm_jobs() if comment == CANCELLED_COMMENT and state == "RUNNING"]
-        assert len(running) == 1
-        subprocess.run(["scancel", str(running[0])], check=True, timeout=30)
+        running = [job for job in sacct_jobs(first) if job["State"] == "RUNNING" and CANCELLED_PARAMS in runs_of(job)]
+        assert len(running) == 1, running
+        subprocess.run(["scancel", running[0]["JobID"]], check=True, timeout=30)
         status = process.wait(timeout=2400)
     finally:
         if process.poll() is None:  # snakemake does not exit on SIGTERM; take the whole session down
@@ -76,64 +78,83 @@ def test_default_pilot_runs_on_slurm_with_one_job_per_rule_instance_and_a_retry(
     wall = time.monotonic() - started
     assert status == 0, (tmp_path / "snakemake.log").read_text()[-4000:]
 
-    jobs = [(job, comment, state) for job, comment, state in slurm_jobs() if job > before]
+    jobs = sacct_jobs(first)
     print(f"\nslurm integration: {len(jobs)} Slurm jobs, {wall:.0f} s wall")
-    per_comment = collections.Counter(comment for _, comment, _ in jobs)
-    assert per_comment.pop(CANCELLED_COMMENT) == 2, "the preempted job was not resubmitted exactly once"
-    assert all(count == 1 for count in per_comment.values()), [c for c, n in per_comment.items() if n > 1]
-    expected_rules = {"train_zfree": 1, "train_run": 12}  # the seconds-long rules are localrules
-    seen_rules = collections.Counter()
-    for comment in [*per_comment, CANCELLED_COMMENT]:
-        rule = comment.removeprefix("rule_").split("_wildcards_")[0]
-        seen_rules[rule] += 1
-    assert dict(seen_rules) == expected_rules
-    states = {state for job, comment, state in jobs if comment != CANCELLED_COMMENT}
-    assert states == {"COMPLETED"}
-    assert sorted(state for _, comment, state in jobs if comment == CANCELLED_COMMENT) == ["CANCELLED", "COMPLETED"]
+    assert [job["Comment"] for job in jobs].count("rule_train_zfree") == 1  # the seconds-long rules are localrules
+    packs = [job for job in jobs if job["Comment"] != "rule_train_zfree"]
+    cancelled = [job for job in packs if job["State"].startswith("CANCELLED")]
+    completed = [job for job in packs if job["State"] == "COMPLETED"]
+    assert len(cancelled) == 1 and len(completed) == len(packs) - 1, [(j["JobID"], j["State"]) for j in packs]
+    assert sorted(len(runs_of(job)) for job in completed) == [4, 4, 4], "12 runs in packs of 4"
+    assert [runs_of(job) for job in completed].count(runs_of(cancelled[0])) == 1, "the cancelled pack was not retried once"
+    for job in packs:  # sized for members in sequence: one run's CPU and memory, the runs' summed time
+        assert "cpu=1" in job["ReqTRES"].split(",") and "mem=2000M" in job["ReqTRES"].split(","), job
+        assert job["Timelimit"] == f"{len(runs_of(job)):02d}:00:00", job  # config.yaml: runtime 60 (minutes)
 
-    # the same tables as a local run, and every run's parameters recovered from its Slurm comment
+    # the same tables as a local run, and every run's parameters recovered from what Slurm shows of its pack
     for table in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict"):
         for ext in ("parquet", "csv", "md"):
             assert (results / "tables" / f"{table}.{ext}").stat().st_size > 0
     runs = pd.read_parquet(results / "tables" / "runs.parquet")
-    recovered = {tuple(parse_job_comment(c).values()) for c in [*per_comment, CANCELLED_COMMENT] if c.startswith("rule_train_run_")}
-    table_runs = {(r.family, r.term, r.mode, r.alpha, r.seed) for r in runs.itertuples()}
-    assert recovered == table_runs
+    recovered = sorted(tuple(run.values()) for job in completed for run in runs_of(job))
+    assert recovered == sorted((r.family, r.term, r.mode, r.alpha, r.seed) for r in runs.itertuples())
     resumed = pd.read_json(results / "runs" / CANCELLED_RUN / "metadata.json", typ="series")
-    assert resumed["resumed_from_step"] >= 1, "the retried training job did not resume from its preemption checkpoint"
+    assert resumed["resumed_from_step"] >= 1, "the retried pack did not resume the run from its preemption checkpoint"
 
 
-def sacct_jobs(first: int) -> list[dict]:
-    """Accounting's record of every job from id `first` on: id, name, comment, state, requested and allocated TRES."""
-    fields = ("JobID", "JobName", "Comment", "State", "ReqTRES", "AllocTRES")
+ACCOUNTING_FIELDS = ("JobID", "Comment", "State", "Timelimit", "ReqTRES", "AllocTRES", "SubmitLine")
+
+
+def sacct_jobs(first: int, steps: bool = False) -> list[dict]:
+    """Accounting's record of every job from id `first` on (with `steps`, their steps too)."""
     out = subprocess.run(
-        ["sacct", "-X", "-n", "-P", "-S", "now-1days", "-o", ",".join(fields)], capture_output=True, text=True, timeout=30, check=True
+        ["sacct", *([] if steps else ["-X"]), "-n", "-P", "-S", "now-1days", "-o", ",".join(ACCOUNTING_FIELDS)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
     ).stdout
-    jobs = [dict(zip(fields, line.split("|"), strict=True)) for line in out.splitlines()]
-    return [job for job in jobs if int(job["JobID"]) >= first]
+    jobs = [dict(zip(ACCOUNTING_FIELDS, line.split("|", len(ACCOUNTING_FIELDS) - 1), strict=True)) for line in out.splitlines()]
+    return [job for job in jobs if int(job["JobID"].split(".")[0]) >= first]
 
 
-def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, tmp_path):
-    """config/smoke.yaml asks one GPU per training job; the status checks use the profile's default, sacct."""
+def next_job_id() -> int:
+    return max((int(job["JobID"]) for job in sacct_jobs(0)), default=0) + 1
+
+
+def runs_of(job: dict) -> list[dict]:
+    return runs_of_slurm_job(job["Comment"], job["SubmitLine"])
+
+
+@pytest.mark.parametrize("runs_per_job", [4, 1])
+def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, tmp_path, runs_per_job):
+    """config/smoke.yaml asks one GPU per training run, packed 4 per job (the profile's default) or 1.
+
+    The status checks use the profile's default, sacct."""
     results = tmp_path / "results"
-    first = max((job for job, _, _ in slurm_jobs()), default=0) + 1
+    first = next_job_id()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     command = [
         *(sys.executable, "-m", "snakemake", "--profile", "slurm", "--configfile", "config/smoke.yaml"),
-        *("--slurm-init-seconds-before-status-checks", "5"),
+        *("--slurm-init-seconds-before-status-checks", "5", "--group-components", f"train={runs_per_job}"),
         *("--config", f"results={results}"),
     ]
     started = time.monotonic()
     run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert run.returncode == 0, run.stderr[-4000:]
-    trainings = [job for job in sacct_jobs(first) if job["Comment"].startswith("rule_train_run_")]
-    print(f"\nslurm GPU smoke run: {len(sacct_jobs(first))} Slurm jobs, {time.monotonic() - started:.0f} s wall")
-    assert len(trainings) == 4
+    wall = time.monotonic() - started
+    print(f"\nslurm GPU smoke run, {runs_per_job} run(s) per job: {len(sacct_jobs(first))} Slurm jobs, {wall:.0f} s wall")
+    trainings = [job for job in sacct_jobs(first) if job["Comment"] != "rule_train_zfree"]
+    assert len(trainings) == 4 // runs_per_job
+    steps = sacct_jobs(first, steps=True)
     for job in trainings:
         assert "gres/gpu=1" in job["ReqTRES"].split(","), job
         assert "gres/gpu=1" in job["AllocTRES"].split(","), job
         assert job["State"] == "COMPLETED", job
-        params = parse_job_comment(job["Comment"])
-        log = results / "logs" / "train_run" / params["family"] / f"raw_{params['mode']}_0" / "seed0.log"
-        notices = [line for line in log.read_text().splitlines() if line.startswith("device auto:")]
-        assert notices == ["device auto: no CUDA device is visible to this process; training on cpu"]
+        members = [step for step in steps if step["JobID"].startswith(f"{job['JobID']}.") and step["JobID"][-1].isdigit()]
+        assert len(members) == runs_per_job and all("gres/gpu=1" in step["AllocTRES"] for step in members), members
+        assert len(runs_of(job)) == runs_per_job
+        for params in runs_of(job):
+            log = results / "logs" / "train_run" / params["family"] / f"raw_{params['mode']}_0" / "seed0.log"
+            notices = [line for line in log.read_text().splitlines() if line.startswith("device auto:")]
+            assert notices == ["device auto: no CUDA device is visible to this process; training on cpu"]

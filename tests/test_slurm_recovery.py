@@ -1,5 +1,6 @@
 """Template recovery: every pilot run's parameters come back from what Slurm and Snakemake record."""
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -7,8 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 from snakemake_executor_plugin_slurm.utils import get_job_wildcards
+from snakemake_interface_executor_plugins.utils import TargetSpec, encode_target_jobs_cli_args
 
-from experiments.synthetic_sequences.disentangled.grid import GridError, parse_job_comment, parse_run_path
+from experiments.synthetic_sequences.disentangled.grid import (
+    RUN_WILDCARDS,
+    GridError,
+    parse_job_comment,
+    parse_run_path,
+    runs_of_slurm_job,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,6 +56,50 @@ def test_every_run_is_recovered_from_its_job_comment_log_path_and_run_directory(
         assert from_comment == parse_job_comment(f"rule_train_run_wildcards_{Path(log_dir).name}")
         assert from_comment == parse_run_path(run_dir)
         assert from_comment["mode"] in ("mean", "sum") and from_comment["mode"] in comment
+
+
+# `sacct -j 5 -P -n -o SubmitLine` of a group job of config/smoke.yaml on the test cluster (paths shortened)
+GROUP_SUBMIT_LINE = (
+    "sbatch --parsable --job-name 06fcd332-4353-4351-8839-cbaf117dddf9 --output /w/.snakemake/slurm_logs/"
+    "group_train_train_run/%j.log --export=ALL --comment rule_train_train_run -p debug -t 20 --mem 2000 "
+    "--cpus-per-task=1 -D /w --gpus=1 --wrap=/w/.venv/bin/python -m snakemake --snakefile '/w/Snakefile' "
+    "--target-jobs 'train_run:family=discrete,term=raw,mode=mean,alpha=0,seed=0' "
+    "'train_run:family=discrete,term=raw,mode=sum,alpha=0,seed=0' --allowed-rules train_run "
+    "--local-groupid 'c5ddfaab-4e31-5f78-86b3-248fd3a745cf' --cores 'all' --attempt 1 --wait-for-files "
+    "'/tmp/g1/reference/mean.json' --config 'results=/tmp/g1' --executor slurm-jobstep --jobs 1 --mode 'remote'"
+)
+
+
+def test_a_group_jobs_runs_are_recovered_from_its_submit_line():
+    assert runs_of_slurm_job("rule_train_train_run", GROUP_SUBMIT_LINE) == [
+        {"family": "discrete", "term": "raw", "mode": "mean", "alpha": 0.0, "seed": 0},
+        {"family": "discrete", "term": "raw", "mode": "sum", "alpha": 0.0, "seed": 0},
+    ]
+
+
+@pytest.mark.parametrize("configfile", ["config/pilot.yaml", "config/config.yaml"])
+def test_every_run_is_recovered_from_a_group_jobs_command(configfile, tmp_path):
+    """The command snakemake writes for a group of every run, quoted as the plugin quotes it, names them all."""
+    jobs = dry_run_train_jobs(configfile, tmp_path)
+    targets = encode_target_jobs_cli_args([TargetSpec("train_run", dict(zip(RUN_WILDCARDS, v, strict=True))) for v, _ in jobs])
+    command = f"python -m snakemake --target-jobs {' '.join(map(shlex.quote, targets))} --allowed-rules train_run"
+    assert runs_of_slurm_job("rule_train_train_run", command) == [parse_run_path(run_dir) for _, run_dir in jobs]
+    # one run per job: the comment alone names it; the command is not needed
+    values, run_dir = jobs[0]
+    assert runs_of_slurm_job(f"rule_train_run_wildcards_{'_'.join(values)}") == [parse_run_path(run_dir)]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python -m snakemake --target-jobs 'train_zfree:' --allowed-rules train_zfree",
+        "python -m snakemake --target-jobs 'train_run:family=discrete,term=raw,mode=sum,alpha=0'",
+        "python -m snakemake --target-jobs 'train_run:family=discrete,term=raw,mode=Sum,alpha=0,seed=0'",
+    ],
+)
+def test_a_group_command_without_whole_train_run_targets_is_refused(command):
+    with pytest.raises(GridError):
+        runs_of_slurm_job("rule_train_train_run", command)
 
 
 @pytest.mark.parametrize(

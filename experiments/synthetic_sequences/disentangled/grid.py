@@ -275,3 +275,32 @@ def parse_job_comment(comment: str) -> dict:
         raise GridError(f"job comment {comment!r} does not hold family_term_mode_alpha_seed")
     family, term, mode, alpha_text, seed = values
     return parse_run_path(f"{family}/{term}_{mode}_{alpha_text}/seed{seed}")
+
+
+RUN_WILDCARDS = ("family", "term", "mode", "alpha", "seed")
+TARGET_JOB = re.compile(r"train_run:([^\s'\"]*)")
+
+
+def runs_of_slurm_job(comment: str, command: str = "") -> list[dict]:
+    """Every run a Slurm training job trains, with its parameters, from what Slurm shows of the job.
+
+    A job of one run: its comment, rule_train_run_wildcards_<family_term_mode_alpha_seed> (parse_job_comment).
+    A group job (comment rule_<group>_train_run; the profile packs runs so) holds several runs, named in the
+    command it was submitted with as snakemake's `--target-jobs 'train_run:family=...,term=...,mode=...,
+    alpha=...,seed=...'`: pass that command, from `sacct -j <id> -P -n -o SubmitLine` or, on a cluster
+    without accounting, `scontrol write batch_script <id> -`.
+    """
+    if comment.startswith("rule_train_run_wildcards_"):
+        return [parse_job_comment(comment)]
+    runs = [parse_target_job(target) for target in TARGET_JOB.findall(command)]
+    if not runs:
+        raise GridError(f"job {comment!r}: its command names no train_run target job (--target-jobs train_run:...)")
+    return runs
+
+
+def parse_target_job(wildcards: str) -> dict:
+    """'family=f,term=t,mode=m,alpha=a,seed=s' (one --target-jobs entry of train_run) -> the run's parameters."""
+    values = dict(item.partition("=")[::2] for item in wildcards.split(","))
+    if sorted(values) != sorted(RUN_WILDCARDS):
+        raise GridError(f"target job train_run:{wildcards} does not name exactly {', '.join(RUN_WILDCARDS)}")
+    return parse_run_path("{family}/{term}_{mode}_{alpha}/seed{seed}".format(**values))
