@@ -23,7 +23,8 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 
 
-GRID = check_config()
+check_config()
+GRID = run_grid()
 
 
 # Seconds-long jobs run where snakemake runs, not as Slurm jobs: a queue wait would exceed their work. Only the

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -118,16 +117,6 @@ def wall_time(command: list[str]) -> tuple[float, str]:
     return elapsed, done.stdout
 
 
-def slurm_client_without_controller() -> bool:
-    """Slurm's client installed but no controller answering: every snakemake start then waits ~10 s in the slurm plugin."""
-    if shutil.which("sinfo") is None:
-        return False
-    try:
-        return subprocess.run(["scontrol", "ping"], capture_output=True, timeout=15).returncode != 0
-    except (OSError, subprocess.TimeoutExpired):
-        return True
-
-
 def prepare_run_inputs(folder: Path, zfree_steps: int = 100) -> dict[str, str]:
     """The default pilot's data, z-free scores and both reference artifacts, made by the pipeline's own functions.
 
@@ -191,7 +180,7 @@ def synthetic_families(runs: int) -> dict:
 
 def scheduled_batches(config, inputs: dict, steps: int) -> list:
     """The trainer's batches of steps 0 .. steps-1, each with its z-free scores b [B, T], collated once."""
-    from experiments.synthetic_sequences.disentangled.train_disentangled import BatchSchedule
+    from core.disentanglement.batching import BatchSchedule
 
     batcher, (train_base, _) = inputs["batchers"]["train"], inputs["base"]["train"]
     schedule = BatchSchedule(batcher.lengths, config.batch_size, config.seed, config.batching)

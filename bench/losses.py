@@ -24,8 +24,9 @@ import numpy as np
 import torch
 
 from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
+from core.disentanglement.batching import step_generator
 from experiments.synthetic_sequences.disentangled.inputs import load_inputs
-from experiments.synthetic_sequences.disentangled.train_disentangled import initial_model, step_generator
+from experiments.synthetic_sequences.disentangled.train_disentangled import initial_model
 from experiments.synthetic_sequences.disentangled.train_step import train_step
 
 BASELINE = ("raw", "mean", 0.0)

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from bench import dag, losses, pilot, tables, trainer, zfree
-from bench.common import REPO, BenchResult, machine, print_result, slurm_client_without_controller
+from bench.common import REPO, BenchResult, machine, print_result
+from experiments.synthetic_sequences.disentangled.slurm_jobs import slurm_client_without_controller
 
 BENCHMARKS = (losses, zfree, trainer, tables, dag, pilot)
 DEFAULT_OUT = REPO / "bench" / "results"

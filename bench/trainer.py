@@ -27,9 +27,10 @@ from pathlib import Path
 import torch
 
 from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
+from core.disentanglement.batching import step_generator
 from core.disentanglement.losses import reconstruction_terms
 from experiments.synthetic_sequences.disentangled.inputs import load_inputs
-from experiments.synthetic_sequences.disentangled.train_disentangled import initial_model, step_generator, train
+from experiments.synthetic_sequences.disentangled.train_disentangled import initial_model, train
 
 
 def bare_loop(config, inputs: dict, batches: list) -> float:

@@ -22,11 +22,10 @@ from pathlib import Path
 import torch
 
 from bench.common import BenchResult, Figure, default_config, print_result, progress
-from core.disentanglement.batching import RecordBatcher, SpecialTokens
+from core.disentanglement.batching import BatchSchedule, RecordBatcher, SpecialTokens
 from core.disentanglement.records import read_records
 from core.disentanglement.zfree import ZFreeTrainConfig, score_records, train_zfree
 from experiments.synthetic_sequences.disentangled.config import TrainConfig
-from experiments.synthetic_sequences.disentangled.train_disentangled import BatchSchedule
 from experiments.synthetic_sequences.generate import SequenceConfig, generate
 
 

@@ -25,6 +25,10 @@ def check_config():
         raise ValueError(
             f"data.min_size ({data['min_size']}) must be <= data.max_size ({data['max_size']})"
         )
+
+
+def run_grid():
+    """Every run of the config by its run path; expand_grid refuses an ill-formed family, naming it, before any job runs."""
     return {spec.path: spec for spec in expand_grid(config["families"])}
 
 

@@ -11,12 +11,12 @@ from bench.common import Figure, pilot_train_config, synthetic_families
 from bench.tables import extract_and_aggregate, synthesise_runs
 from bench.zfree import cvae_padding_share
 from core.disentanglement.artifacts import write_json
-from core.disentanglement.batching import RecordBatcher, SpecialTokens
+from core.disentanglement.batching import BatchSchedule, RecordBatcher, SpecialTokens
 from core.disentanglement.records import read_records
 from core.disentanglement.reference import build_reference
 from experiments.synthetic_sequences.disentangled.config import TrainConfig
 from experiments.synthetic_sequences.disentangled.grid import expand_grid
-from experiments.synthetic_sequences.disentangled.train_disentangled import BatchSchedule, train
+from experiments.synthetic_sequences.disentangled.train_disentangled import train
 
 
 @pytest.mark.parametrize("runs", [10, 100, 5000])

@@ -19,7 +19,7 @@ from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.scores import read_scores, write_scores
 from core.disentanglement.zfree import train_zfree
 from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
-from experiments.synthetic_sequences.disentangled.run_state import load_resume, save_resume
+from experiments.synthetic_sequences.disentangled.run_state import MetricsLog, load_resume, save_resume
 from experiments.synthetic_sequences.disentangled.tables import main as tables_main
 from experiments.synthetic_sequences.disentangled.tables import run_metrics
 from experiments.synthetic_sequences.disentangled.train_disentangled import main
@@ -170,7 +170,8 @@ def test_a_hybrid_of_normalised_and_unnormalised_terms_says_so(io_flags, tmp_pat
 def saved_state(tmp_path):
     model = torch.nn.Linear(2, 2)
     path = tmp_path / RESUME_FILE
-    save_resume(path, model, torch.optim.AdamW(model.parameters()), 3, [{"step": 1}], {"beta": 0.1}, {"reference": "abc"})
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
+    save_resume(path, model, torch.optim.AdamW(model.parameters()), 3, 2, {"beta": 0.1}, {"reference": "abc"})
     return path
 
 
@@ -195,6 +196,12 @@ def test_a_resume_state_of_other_settings_or_inputs_is_set_aside(saved_state, ca
     assert not saved_state.exists() and len(list(saved_state.parent.glob("resume.pt.stale-*"))) == 1
 
 
+def test_a_resume_state_whose_metrics_log_lost_rows_is_set_aside(saved_state, capsys):
+    (saved_state.parent / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2')  # the row the state counted, cut short
+    assert load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"}) is None
+    assert "metrics.jsonl holds 1 rows, fewer than the 2 it had logged" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
 def test_an_unreadable_resume_state_is_set_aside_with_the_reason(saved_state, capsys, damage):
     content = {"truncated": saved_state.read_bytes()[:200], "garbage": b"not a checkpoint at all", "empty": b""}[damage]
@@ -203,6 +210,21 @@ def test_an_unreadable_resume_state_is_set_aside_with_the_reason(saved_state, ca
     warning = capsys.readouterr().err.strip()
     assert warning.startswith(f"warning: {saved_state} set aside as resume.pt.stale-") and "it cannot be read (" in warning
     assert "\n" not in warning and not saved_state.exists()
+
+
+def test_the_metrics_log_appends_and_a_resumed_log_keeps_only_the_rows_its_state_had_logged(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    log = MetricsLog(path)
+    for step in (1, 2, 3):
+        log.append({"split": "train", "step": step, "loss": 0.1 * step})
+        assert path.read_text().count("\n") == step  # on disk as it comes, not at the end
+    assert log.close() == [{"split": "train", "step": s, "loss": 0.1 * s} for s in (1, 2, 3)]
+    path.write_text(path.read_text() + '{"split": "tr')  # killed mid-row after a state that logged 2 rows
+    resumed = MetricsLog(path, keep=2)
+    resumed.append({"split": "train", "step": 3, "loss": 0.30000000000000004})
+    assert resumed.rows == 3
+    assert [row["step"] for row in resumed.close()] == [1, 2, 3]
+    assert path.read_text() == "".join(json.dumps({"split": "train", "step": s, "loss": 0.1 * s}) + "\n" for s in (1, 2, 3))
 
 
 def interrupt_at_step(flags: list[str], step: int) -> None:

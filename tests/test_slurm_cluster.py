@@ -19,13 +19,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
-from experiments.synthetic_sequences.disentangled.grid import parse_run_path, runs_of_slurm_job
+from experiments.synthetic_sequences.disentangled.grid import parse_run_path
+from experiments.synthetic_sequences.disentangled.slurm_jobs import runs_of_slurm_job
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slurm
 CANCELLED_RUN = "discrete/raw_sum_0/seed0"
 CANCELLED_PARAMS = parse_run_path(CANCELLED_RUN)
+RUN_RUNTIME = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["resources"]["train_run"]["runtime"]  # minutes
 
 
 def slurm_jobs() -> list[tuple[int, str, str]]:
@@ -89,7 +92,8 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
     assert [runs_of(job) for job in completed].count(runs_of(cancelled[0])) == 1, "the cancelled pack was not retried once"
     for job in packs:  # sized for members in sequence: one run's CPU and memory, the runs' summed time
         assert "cpu=1" in job["ReqTRES"].split(",") and "mem=2000M" in job["ReqTRES"].split(","), job
-        assert job["Timelimit"] == f"{len(runs_of(job)):02d}:00:00", job  # config.yaml: runtime 60 (minutes)
+        minutes = len(runs_of(job)) * RUN_RUNTIME
+        assert job["Timelimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00", job
 
     # the same tables as a local run, and every run's parameters recovered from what Slurm shows of its pack
     for table in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict"):

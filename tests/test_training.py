@@ -235,7 +235,10 @@ def trainer_command(flags):
 
 
 @pytest.mark.slow
-def test_resume_after_sigterm_ends_like_an_uninterrupted_run(io_flags, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_resume_after_a_stop_ends_like_an_uninterrupted_run(io_flags, tmp_path, stop):
+    """SIGTERM: the run saves its state at the step it stops. SIGKILL: it resumes from its last checkpoint (step 10,
+    say), and the metrics rows it had appended after it are cut from metrics.jsonl before they are logged again."""
     common = [*TINY_MODEL, *FAST, "--steps", "40", "--checkpoint-every", "5", "--estimator", "gumbel"]
     straight = subprocess.run(
         trainer_command([*io_flags("sum", tmp_path / "straight"), *common]), cwd=ROOT, capture_output=True, text=True, timeout=600
@@ -246,11 +249,14 @@ def test_resume_after_sigterm_ends_like_an_uninterrupted_run(io_flags, tmp_path)
     process = subprocess.Popen(trainer_command([*io_flags("sum", interrupted), *common]), cwd=ROOT, stderr=subprocess.PIPE, text=True)
     for line in process.stderr:
         if line.startswith("step 13/"):
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(stop)
             break
     process.stderr.read()
-    assert process.wait(timeout=300) == 128 + signal.SIGTERM
+    assert process.wait(timeout=300) == (128 + stop if stop == signal.SIGTERM else -stop)
     assert (interrupted / RESUME_FILE).is_file() and not (interrupted / "eval.json").exists()
+    if stop == signal.SIGKILL:  # rows after the last checkpoint are in the log, to be cut on resume
+        rows_logged = torch.load(interrupted / RESUME_FILE, weights_only=False)["rows_logged"]
+        assert (interrupted / "metrics.jsonl").read_text().count("\n") > rows_logged
     resumed = subprocess.run(
         trainer_command([*io_flags("sum", interrupted), *common]), cwd=ROOT, capture_output=True, text=True, timeout=600
     )
@@ -262,7 +268,8 @@ def test_resume_after_sigterm_ends_like_an_uninterrupted_run(io_flags, tmp_path)
     a = torch.load(interrupted / "model.pt", weights_only=False)["model"]
     b = torch.load(tmp_path / "straight" / "model.pt", weights_only=False)["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
-    assert json.loads((interrupted / "metadata.json").read_text())["resumed_from_step"] >= 13
+    resumed_from = json.loads((interrupted / "metadata.json").read_text())["resumed_from_step"]
+    assert resumed_from >= 13 if stop == signal.SIGTERM else resumed_from % 5 == 0  # SIGKILL: a --checkpoint-every step
 
 
 def mean_train_tokens(records_path) -> float:

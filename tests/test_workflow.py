@@ -14,8 +14,8 @@ import pytest
 import torch
 import yaml
 
-from bench.common import slurm_client_without_controller
 from core.disentanglement.scores import read_scores
+from experiments.synthetic_sequences.disentangled.slurm_jobs import slurm_client_without_controller
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]

@@ -153,3 +153,28 @@ class RecordBatcher:
         batches = bucketed_batches(self.lengths, batch_size)
         computed = sum(len(b) * self.lengths[b].max() for b in batches)
         return 1.0 - self.lengths.sum() / computed
+
+
+class BatchSchedule:
+    """The batch of every step, a pure function of (seed, step): a resumed run sees the same batches."""
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, batching: str):
+        self.lengths, self.batch_size, self.seed, self.batching = lengths, batch_size, seed, batching
+        self.per_epoch = -(-len(lengths) // batch_size)
+        self._epoch, self._batches = None, None
+
+    def __call__(self, step: int) -> np.ndarray:
+        epoch = step // self.per_epoch
+        if epoch != self._epoch:
+            rng = np.random.default_rng([self.seed, epoch])
+            if self.batching == "bucketed":
+                self._batches = bucketed_batches(self.lengths, self.batch_size, rng)
+            else:
+                self._batches = random_batches(len(self.lengths), self.batch_size, rng)
+            self._epoch = epoch
+        return self._batches[step % self.per_epoch]
+
+
+def step_generator(seed: int, step: int, device) -> torch.Generator:
+    """Sampling noise (Gumbel, reparameterisation) of one step, reproducible from (seed, step) alone."""
+    return torch.Generator(device=device).manual_seed(seed * 1_000_003 + step)

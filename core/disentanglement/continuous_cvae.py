@@ -56,8 +56,6 @@ class ContinuousCVAE(nn.Module):
                 "inter_latent_divergence": auxiliary_losses.inter_latent_divergence(logits, batch.mask),
             },
             posterior=mu.detach(),
+            mode_latent=mu.detach(),
+            posterior_logvar=logvar.detach(),
         )
-
-    def mode_latent(self, batch: SequenceBatch) -> torch.Tensor:
-        """The posterior mean, [B, D]."""
-        return self.posterior(batch)[0]

@@ -14,3 +14,5 @@ class CVAEOutput:
     kl: torch.Tensor  # scalar E_i KL(q(z|x_i,y_i) || p(z|x_i))
     auxiliary: dict[str, torch.Tensor]  # scalar auxiliary terms by name, unweighted
     posterior: torch.Tensor  # [B, K] code probabilities or [B, D] posterior means, detached: for evaluation
+    mode_latent: torch.Tensor  # [B, K] one-hot of each example's most probable code or [B, D] posterior means, detached
+    posterior_logvar: torch.Tensor | None = None  # [B, D] log-variances of a Gaussian q, detached; None for codes

@@ -7,6 +7,15 @@ token positions (padding included), S posterior samples (or K enumerated codes).
 Batch reduction is always the example mean (1/B) sum_i R_i. `sum` is the
 per-example supervised-token sum followed by that example mean; a global token
 mean over the batch never appears here.
+
+The reconstruction terms, a in {mean, sum}, R_i^a = E_{z~q(z|x_i,y_i)}[A_a(l_i(z))]:
+    raw     E_i[R_i^a]
+    dist    E_i[R_i^a] / c_base^a,                 c_base^a = E_{i in val}[A_a(b_i)]
+    ex      E_i[R_i^a / (A_a(b_i) + eps_a)]
+    tok     E_i E_q[W_a(l_i; pi_i)]                 (pi_i: high-surprisal weights of b_i, alpha)
+    tokcc   E_i E_q[W_a(l_i; pi_i) / kappa_i^a] / c_base^a,   kappa_i^a = W_a(b_i; pi_i) / A_a(b_i)
+    tokinv  E_i E_q[W_a(l_i; rho_i) / eta_i^a] / c_base^a,    eta_i^a = W_a(b_i; rho_i) / A_a(b_i)
+    hybrid  sum_k c_k L_k over configured coefficients (hybrid_term)
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, write_json
 from core.disentanglement.config import AGGREGATION_MODES, AggregationMode, parse_aggregation_mode
-from core.disentanglement.losses import aggregate_tokens
+from core.disentanglement.losses import aggregate_tokens, reference_scale
 from core.disentanglement.scores import read_scores
 
 REFERENCE_SPLIT = "val"
@@ -40,15 +40,14 @@ def build_reference(scores_path: str | Path, mode: AggregationMode | str) -> dic
             f"scores file {scores.path} holds the {scores.split!r} split; c_base must come from {REFERENCE_SPLIT!r} records only"
         )
     base_nll, mask = scores.padded()
-    per_example = aggregate_tokens(base_nll, mask, mode)  # A_a(b_i), float64
-    c_base = float(per_example.mean())
+    c_base = float(reference_scale(base_nll, mask, mode))  # float64 throughout
     if not c_base > 0:
         raise ReferenceMismatch(f"scores file {scores.path}: token_nll is 0 everywhere, so c_base is 0 and no term can divide by it")
     counts = scores.frame["n"]
     return {
         "mode": mode.value,
         "c_base": c_base,
-        "base_aggregate_min": float(per_example.min()),
+        "base_aggregate_min": float(aggregate_tokens(base_nll, mask, mode).min()),
         "n_examples": len(scores.frame),
         "token_count": {"mean": float(counts.mean()), "min": int(counts.min()), "max": int(counts.max())},
         "split": scores.split,

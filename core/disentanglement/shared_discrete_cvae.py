@@ -69,8 +69,5 @@ class SharedDiscreteCVAE(nn.Module):
                 "inter_latent_divergence": auxiliary_losses.inter_latent_divergence(logits, batch.mask),
             },
             posterior=F.softmax(q_logits, dim=-1).detach(),
+            mode_latent=self.codes(q_logits.detach().argmax(dim=-1)),
         )
-
-    def mode_latent(self, batch: SequenceBatch) -> torch.Tensor:
-        """The most probable code of each example as a one-hot latent, [B, K]."""
-        return self.codes(self.posterior_logits(batch).argmax(dim=-1))

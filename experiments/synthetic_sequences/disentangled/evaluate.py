@@ -59,12 +59,12 @@ def posterior_pass(model, batcher: RecordBatcher, batch_size: int, seed: int, de
         size = len(batch.index)
         rows.append(batch.index.cpu().numpy())
         features.append(output.posterior.cpu().numpy())
-        if not isinstance(model, SharedDiscreteCVAE):
-            logvars.append(model.posterior(batch)[1].cpu().numpy())
+        if output.posterior_logvar is not None:
+            logvars.append(output.posterior_logvar.cpu().numpy())
         kl_total += output.kl.item() * size
         example_nll = zero_padding(output.token_nll, batch.mask).sum(dim=-1)  # [S, B]
         nll_total["expected"] += posterior_expectation(example_nll, output.sample_weights).sum().item()
-        latent = model.mode_latent(batch)
+        latent = output.mode_latent
         shuffled = latent[torch.randperm(len(latent), generator=shuffle_generator).to(device)]
         for kind, z in (("own", latent), ("shuffled", shuffled)):
             nll_total[kind] += torch.where(batch.mask, token_nll(model.decoder(batch, z), batch.y), 0.0).sum().item()

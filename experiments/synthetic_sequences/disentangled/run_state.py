@@ -1,15 +1,21 @@
 """A run directory's state: the resume checkpoint, the stop signals, and outputs left by an earlier run.
 
-resume.pt holds the step, the weights, the optimiser, the logged rows, the
-settings and the sha256 of every input. A run resumes only from a state of the
-same run: same settings, same inputs. Anything else (another run's state, a
-state whose data, scores or reference were rebuilt since, a truncated file) is
-set aside under a new name, with a one-line warning, and the run starts fresh.
+resume.pt holds the step, the weights, the optimiser, how many rows metrics.jsonl
+had when it was saved, the settings and the sha256 of every input. A run resumes
+only from a state of the same run: same settings, same inputs, a metrics log that
+still holds those rows. Anything else (another run's state, a state whose data,
+scores or reference were rebuilt since, a truncated file) is set aside under a
+new name, with a one-line warning, and the run starts fresh.
+
+metrics.jsonl is appended to as rows come (MetricsLog); a resumed run first cuts
+it back to the rows its state had logged, so it ends byte-identical to an
+uninterrupted run's.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import signal
 import subprocess
 import sys
@@ -17,10 +23,11 @@ from pathlib import Path
 
 import torch
 
-from core.disentanglement.artifacts import save_torch
+from core.disentanglement.artifacts import atomic_path, save_torch
 from experiments.synthetic_sequences.disentangled.grid import RUN_OUTPUTS
 
-RESUME_KEYS = ("step", "model", "optimizer", "rows", "settings", "inputs_sha256")
+RESUME_KEYS = ("step", "model", "optimizer", "rows_logged", "settings", "inputs_sha256")
+METRICS_FILE = "metrics.jsonl"
 
 
 class StopRequested:
@@ -35,19 +42,21 @@ class StopRequested:
         self.signal = signum
 
 
-def save_resume(path: Path, model, optimizer, step: int, rows: list[dict], settings: dict, inputs_sha256: dict) -> None:
-    state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rows": rows}
+def save_resume(path: Path, model, optimizer, step: int, rows_logged: int, settings: dict, inputs_sha256: dict) -> None:
+    state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rows_logged": rows_logged}
     save_torch({**state, "settings": settings, "inputs_sha256": inputs_sha256}, path)
 
 
-def resume_mismatch(state: object, settings: dict, inputs_sha256: dict) -> str | None:
-    """Why `state` cannot continue the run with these settings and inputs, or None when it can."""
+def resume_mismatch(state: object, settings: dict, inputs_sha256: dict, logged_rows: int) -> str | None:
+    """Why `state` cannot continue the run with these settings, inputs and `logged_rows` metrics rows, or None."""
     if not isinstance(state, dict) or any(key not in state for key in RESUME_KEYS):
         return f"not a resume state of this trainer (it needs {', '.join(RESUME_KEYS)})"
     if changed := differing(state["settings"], settings):
         return f"its settings differ in {', '.join(changed)}"
     if changed := differing(state["inputs_sha256"], inputs_sha256):
         return f"its inputs changed since ({', '.join(changed)})"
+    if logged_rows < state["rows_logged"]:
+        return f"{METRICS_FILE} holds {logged_rows} rows, fewer than the {state['rows_logged']} it had logged"
     return None
 
 
@@ -70,7 +79,9 @@ def set_aside(path: Path) -> Path:
 
 
 def load_resume(path: Path, settings: dict, inputs_sha256: dict) -> dict | None:
-    """The state to resume from, or None to start fresh (a state of another run is set aside with a warning)."""
+    """The state to resume from, or None to start fresh (a state of another run is set aside with a warning).
+
+    The run's metrics.jsonl, beside `path`, must still hold the rows the state had logged."""
     if not path.is_file():
         return None
     try:
@@ -78,7 +89,7 @@ def load_resume(path: Path, settings: dict, inputs_sha256: dict) -> dict | None:
     except Exception as err:  # torch raises several unrelated types (OSError, UnpicklingError, RuntimeError) for a bad file
         reason = f"it cannot be read ({type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else 'no detail'})"
     else:
-        reason = resume_mismatch(state, settings, inputs_sha256)
+        reason = resume_mismatch(state, settings, inputs_sha256, len(read_lines(path.parent / METRICS_FILE)))
     if reason is None:
         return state
     aside = set_aside(path)
@@ -86,9 +97,9 @@ def load_resume(path: Path, settings: dict, inputs_sha256: dict) -> dict | None:
     return None
 
 
-def clear_outputs(run_dir: Path) -> None:
-    """Remove what an earlier run left in `run_dir`, so no output of that run can pass for one of this run."""
-    stale = [name for name in RUN_OUTPUTS if (run_dir / name).exists()]
+def clear_outputs(run_dir: Path, keep: tuple[str, ...] = ()) -> None:
+    """Remove what an earlier run left in `run_dir` (but `keep`), so no output of that run can pass for one of this run."""
+    stale = [name for name in RUN_OUTPUTS if name not in keep and (run_dir / name).exists()]
     for name in stale:
         (run_dir / name).unlink()
     if stale:
@@ -101,3 +112,35 @@ def git_commit() -> str:
         return result.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def read_lines(path: Path) -> list[str]:
+    """The complete lines of a text file (a last line without its newline was cut short), [] if there is none."""
+    if not path.is_file():
+        return []
+    text = path.read_text()
+    return [line + "\n" for line in text[: text.rfind("\n") + 1].split("\n")[:-1]]
+
+
+class MetricsLog:
+    """metrics.jsonl, one JSON row per line, appended as rows come.
+
+    `keep` > 0 (a resumed run) first cuts the file back to its first `keep` rows, the ones the resume state had logged.
+    """
+
+    def __init__(self, path: Path, keep: int = 0):
+        self.path, self.rows = path, keep
+        with atomic_path(path) as tmp:
+            tmp.write_text("".join(read_lines(path)[:keep]))
+        self._file = path.open("a")
+
+    def append(self, row: dict) -> None:
+        """Write `row` through to the file: a resume state may count it, and `tail -f` shows it, at once."""
+        self._file.write(json.dumps(row) + "\n")
+        self._file.flush()
+        self.rows += 1
+
+    def close(self) -> list[dict]:
+        """Close the log; every row it holds, read back."""
+        self._file.close()
+        return [json.loads(line) for line in read_lines(self.path)]

@@ -27,12 +27,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import MISSING, fields, replace
 
-import numpy as np
 import torch
 from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
 
-from core.disentanglement.artifacts import save_torch, sha256_file, write_json, write_jsonl
-from core.disentanglement.batching import bucketed_batches, random_batches
+from core.disentanglement.artifacts import save_torch, sha256_file, write_json
+from core.disentanglement.batching import BatchSchedule, step_generator
 from core.disentanglement.config import AGGREGATION_MODES, NORMALISED_TERMS, OPTIMISABLE_TERMS
 from core.disentanglement.continuous_cvae import ContinuousCVAE
 from core.disentanglement.decoder import DecoderConfig, warm_start
@@ -47,7 +46,16 @@ from experiments.synthetic_sequences.disentangled.curves import train_diagnostic
 from experiments.synthetic_sequences.disentangled.evaluate import evaluate, latent_summary, posterior_pass, shuffled_z_rise
 from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
 from experiments.synthetic_sequences.disentangled.inputs import input_hashes, load_inputs
-from experiments.synthetic_sequences.disentangled.run_state import StopRequested, clear_outputs, git_commit, load_resume, now, save_resume
+from experiments.synthetic_sequences.disentangled.run_state import (
+    METRICS_FILE,
+    MetricsLog,
+    StopRequested,
+    clear_outputs,
+    git_commit,
+    load_resume,
+    now,
+    save_resume,
+)
 from experiments.synthetic_sequences.disentangled.train_step import BATCH_EXTREMES, NonFiniteLoss, objective, train_step
 
 CHOICES = {"model": MODELS, "estimator": ESTIMATORS, "batching": BATCHING, "reconstruction_term": OPTIMISABLE_TERMS, "controls": CONTROLS}
@@ -163,32 +171,7 @@ def initial_model(config: TrainConfig, inputs: dict) -> torch.nn.Module:
     return model
 
 
-# ---------------------------------------------------------------- schedule and state
-
-
-class BatchSchedule:
-    """The batch of every step, a pure function of (seed, step): a resumed run sees the same batches."""
-
-    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, batching: str):
-        self.lengths, self.batch_size, self.seed, self.batching = lengths, batch_size, seed, batching
-        self.per_epoch = -(-len(lengths) // batch_size)
-        self._epoch, self._batches = None, None
-
-    def __call__(self, step: int) -> np.ndarray:
-        epoch = step // self.per_epoch
-        if epoch != self._epoch:
-            rng = np.random.default_rng([self.seed, epoch])
-            if self.batching == "bucketed":
-                self._batches = bucketed_batches(self.lengths, self.batch_size, rng)
-            else:
-                self._batches = random_batches(len(self.lengths), self.batch_size, rng)
-            self._epoch = epoch
-        return self._batches[step % self.per_epoch]
-
-
-def step_generator(seed: int, step: int, device) -> torch.Generator:
-    """Sampling noise (Gumbel, reparameterisation) of one step, reproducible from (seed, step) alone."""
-    return torch.Generator(device=device).manual_seed(seed * 1_000_003 + step)
+# ---------------------------------------------------------------- optimiser and device
 
 
 def parameter_groups(model: torch.nn.Module, config: TrainConfig) -> list[dict]:
@@ -307,13 +290,14 @@ def train(config: TrainConfig) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     resume_path = run_dir / RESUME_FILE
     resumed = load_resume(resume_path, config.training_settings(), inputs_sha256)
-    clear_outputs(run_dir)
-    start_step, rows = 0, []
+    clear_outputs(run_dir, keep=(METRICS_FILE,) if resumed is not None else ())
+    start_step = 0
     if resumed is not None:
         model.load_state_dict(resumed["model"])
         optimizer.load_state_dict(resumed["optimizer"])
-        start_step, rows = resumed["step"], resumed["rows"]
+        start_step = resumed["step"]
         print(f"resuming {run_dir} from step {start_step}", file=sys.stderr, flush=True)
+    log = MetricsLog(run_dir / METRICS_FILE, keep=resumed["rows_logged"] if resumed is not None else 0)
 
     reference = inputs["reference"]
     write_json(config.to_dict(), run_dir / "run_config.json")
@@ -378,7 +362,7 @@ def train(config: TrainConfig) -> dict:
             )
             raise NonFiniteLoss(f"step {step}: {err}; {kept}") from err
         step += 1
-        rows.append({"split": "train", "step": step, "lr": optimizer.param_groups[0]["lr"], "beta": settings["beta"], **metrics})
+        log.append({"split": "train", "step": step, "lr": optimizer.param_groups[0]["lr"], "beta": settings["beta"], **metrics})
         if step % config.log_every == 0 or step == config.steps:
             rate = (step - start_step) / (time.perf_counter() - started)
             print(
@@ -390,11 +374,10 @@ def train(config: TrainConfig) -> dict:
         if step % config.eval_every == 0 or step == config.steps:
             validation_started = time.perf_counter()
             point = validation_metrics(model, inputs, settings, config.seed, device)
-            rows.append({"split": "val", "step": step, **point, **val_diagnostics})
+            log.append({"split": "val", "step": step, **point, **val_diagnostics})
             validation_s += time.perf_counter() - validation_started
         if step % config.checkpoint_every == 0 or stop.signal is not None:
-            save_resume(resume_path, model, optimizer, step, rows, config.training_settings(), inputs_sha256)
-            write_jsonl(rows, run_dir / "metrics.jsonl")
+            save_resume(resume_path, model, optimizer, step, log.rows, config.training_settings(), inputs_sha256)
             last_saved = step
         if stop.signal is not None and step < config.steps:
             print(
@@ -416,7 +399,7 @@ def train(config: TrainConfig) -> dict:
         model=config.model, reconstruction_term=config.reconstruction_term, reconstruction_loss_token_aggregation_mode=config.mode.value
     )
     save_torch({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": model.decoder.config.max_len}, run_dir / "model.pt")
-    write_jsonl(rows, run_dir / "metrics.jsonl")
+    rows = log.close()
     write_json(evaluation, run_dir / "eval.json")
     timing = {
         "setup_s": started - called,
