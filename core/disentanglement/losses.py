@@ -31,7 +31,7 @@ from core.disentanglement.config import (
     parse_aggregation_mode,
 )
 from core.disentanglement.masking import check_mask, supervised_counts, zero_padding
-from core.disentanglement.token_weighting import SURPRISAL_FLOOR, high_surprisal_weights, low_surprisal_weights
+from core.disentanglement.token_weighting import SURPRISAL_FLOOR, power_weights
 
 Mode = AggregationMode | str
 
@@ -75,6 +75,13 @@ def reference_scale(base_nll: torch.Tensor, mask: torch.Tensor, mode: Mode) -> t
     return aggregate_tokens(base_nll.detach(), mask, mode).mean()
 
 
+def _concentration(
+    base_nll: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: AggregationMode, n: torch.Tensor
+) -> torch.Tensor:
+    floored = base_nll.detach().clamp_min(SURPRISAL_FLOOR)
+    return _weighted_aggregate(floored, weights, mask, mode, n) / _aggregate(floored, mask, mode, n)
+
+
 def concentration_factor(base_nll: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
     """kappa_i^a = W_a(b_i; pi_i) / A_a(b_i) (eta_i^a with rho_i), detached, [B].
 
@@ -82,8 +89,9 @@ def concentration_factor(base_nll: torch.Tensor, weights: torch.Tensor, mask: to
     the same in both modes. b is floored at SURPRISAL_FLOOR, as in the weights, so
     an example whose z-free NLL is exactly 0 on every token gives kappa = 1, not 0/0.
     """
-    floored = base_nll.detach().clamp_min(SURPRISAL_FLOOR)
-    return weighted_aggregate_tokens(floored, weights, mask, mode) / aggregate_tokens(floored, mask, mode)
+    mode = parse_aggregation_mode(mode, "mode")
+    check_mask(mask, base_nll.shape, "base_nll")
+    return _concentration(base_nll, weights, mask, mode, supervised_counts(mask, base_nll.dtype))
 
 
 def posterior_expectation(per_sample: torch.Tensor, sample_weights: torch.Tensor | None = None) -> torch.Tensor:
@@ -133,21 +141,23 @@ def reconstruction_terms(
     if token_nll.dim() != 3:
         raise ValueError(f"token_nll must be [S, B, T], got shape {tuple(token_nll.shape)}")
     check_mask(mask, token_nll.shape, "token_nll")
-    check_mask(mask, base_nll.shape, "base_nll")
+    if base_nll.shape != mask.shape:
+        raise ValueError(f"base_nll must be the mask's [B, T] = {tuple(mask.shape)}, got shape {tuple(base_nll.shape)}")
     c_base = torch.as_tensor(c_base, dtype=token_nll.dtype, device=token_nll.device).detach()
     if c_base.dim() != 0 or not bool(torch.isfinite(c_base)) or float(c_base) <= 0:
         raise ValueError(f"c_base must be a finite scalar > 0, got {c_base.tolist()!r}")
     if not epsilon >= 0:
         raise ValueError(f"epsilon must be >= 0 (in {mode} units), got {epsilon!r}")
 
+    # the one count of the step; every helper below takes the checked mode, mask and n_i
     n = supervised_counts(mask, token_nll.dtype)  # [B]
     b = base_nll.detach().to(token_nll.dtype)
-    pi = high_surprisal_weights(b, mask, alpha)  # [B, T]
-    rho = low_surprisal_weights(b, mask, alpha)
+    pi = power_weights(b, mask, alpha)  # [B, T]
+    rho = power_weights(b, mask, -alpha)
 
     base_aggregate = _aggregate(b, mask, mode, n)  # B_i^a = A_a(b_i)
-    kappa = concentration_factor(b, pi, mask, mode)
-    eta = concentration_factor(b, rho, mask, mode)
+    kappa = _concentration(b, pi, mask, mode, n)
+    eta = _concentration(b, rho, mask, mode, n)
 
     def expect(per_sample: torch.Tensor) -> torch.Tensor:
         return posterior_expectation(per_sample, sample_weights)

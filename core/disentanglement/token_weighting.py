@@ -24,19 +24,24 @@ from core.disentanglement.masking import check_mask, supervised_counts
 SURPRISAL_FLOOR = 1e-12
 
 
-def _power_weights(base_nll: torch.Tensor, mask: torch.Tensor, exponent: float) -> torch.Tensor:
-    check_mask(mask, base_nll.shape, "base_nll")
-    supervised_counts(mask)
+def power_weights(base_nll: torch.Tensor, mask: torch.Tensor, exponent: float) -> torch.Tensor:
+    """b_{i,t}^exponent normalised over S_i, detached, [B, T]; unchecked: the caller has checked mask and exponent."""
     log_b = base_nll.detach().clamp_min(SURPRISAL_FLOOR).log()
     logits = (exponent * log_b).masked_fill(~mask, float("-inf"))  # [B, T]
     return torch.softmax(logits, dim=-1)
 
 
+def _checked_power_weights(base_nll: torch.Tensor, mask: torch.Tensor, exponent: float) -> torch.Tensor:
+    check_mask(mask, base_nll.shape, "base_nll")
+    supervised_counts(mask)
+    return power_weights(base_nll, mask, exponent)
+
+
 def high_surprisal_weights(base_nll: torch.Tensor, mask: torch.Tensor, alpha: float) -> torch.Tensor:
     """pi_i: weights proportional to b_{i,t}^alpha over S_i; rows sum to 1, detached, [B, T]."""
-    return _power_weights(base_nll, mask, check_alpha(alpha))
+    return _checked_power_weights(base_nll, mask, check_alpha(alpha))
 
 
 def low_surprisal_weights(base_nll: torch.Tensor, mask: torch.Tensor, alpha: float) -> torch.Tensor:
     """rho_i: weights proportional to b_{i,t}^(-alpha) over S_i; rows sum to 1, detached, [B, T]."""
-    return _power_weights(base_nll, mask, -check_alpha(alpha))
+    return _checked_power_weights(base_nll, mask, -check_alpha(alpha))
