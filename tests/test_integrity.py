@@ -170,7 +170,7 @@ def test_a_hybrid_of_normalised_and_unnormalised_terms_says_so(io_flags, tmp_pat
 def saved_state(tmp_path):
     model = torch.nn.Linear(2, 2)
     path = tmp_path / RESUME_FILE
-    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
+    (tmp_path / "metrics.partial.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
     save_resume(path, model, torch.optim.AdamW(model.parameters()), 3, 2, {"beta": 0.1}, {"reference": "abc"})
     return path
 
@@ -197,9 +197,9 @@ def test_a_resume_state_of_other_settings_or_inputs_is_set_aside(saved_state, ca
 
 
 def test_a_resume_state_whose_metrics_log_lost_rows_is_set_aside(saved_state, capsys):
-    (saved_state.parent / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2')  # the row the state counted, cut short
+    (saved_state.parent / "metrics.partial.jsonl").write_text('{"step": 1}\n{"step": 2')  # a counted row, cut short
     assert load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"}) is None
-    assert "metrics.jsonl holds 1 rows, fewer than the 2 it had logged" in capsys.readouterr().err
+    assert "metrics.partial.jsonl holds 1 rows, fewer than the 2 it had logged" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
@@ -213,18 +213,18 @@ def test_an_unreadable_resume_state_is_set_aside_with_the_reason(saved_state, ca
 
 
 def test_the_metrics_log_appends_and_a_resumed_log_keeps_only_the_rows_its_state_had_logged(tmp_path):
-    path = tmp_path / "metrics.jsonl"
+    path, final = tmp_path / "metrics.partial.jsonl", tmp_path / "metrics.jsonl"
     log = MetricsLog(path)
     for step in (1, 2, 3):
         log.append({"split": "train", "step": step, "loss": 0.1 * step})
         assert path.read_text().count("\n") == step  # on disk as it comes, not at the end
-    assert log.close() == [{"split": "train", "step": s, "loss": 0.1 * s} for s in (1, 2, 3)]
     path.write_text(path.read_text() + '{"split": "tr')  # killed mid-row after a state that logged 2 rows
     resumed = MetricsLog(path, keep=2)
     resumed.append({"split": "train", "step": 3, "loss": 0.30000000000000004})
     assert resumed.rows == 3
-    assert [row["step"] for row in resumed.close()] == [1, 2, 3]
-    assert path.read_text() == "".join(json.dumps({"split": "train", "step": s, "loss": 0.1 * s}) + "\n" for s in (1, 2, 3))
+    assert resumed.finish(final) == [{"split": "train", "step": s, "loss": 0.1 * s} for s in (1, 2, 3)]
+    assert not path.exists()
+    assert final.read_text() == "".join(json.dumps({"split": "train", "step": s, "loss": 0.1 * s}) + "\n" for s in (1, 2, 3))
 
 
 def interrupt_at_step(flags: list[str], step: int) -> None:

@@ -13,6 +13,7 @@ from core.disentanglement.config import ReconstructionConfig
 from core.disentanglement.decoder import Decoder, DecoderConfig, warm_start
 from core.disentanglement.records import read_records
 from core.disentanglement.scores import read_scores
+from experiments.synthetic_sequences.disentangled.grid import RUN_OUTPUTS
 from experiments.synthetic_sequences.disentangled.train_disentangled import RESUME_FILE, build_model, main, parameter_groups, parse_config
 from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLoss, objective, train_step
 
@@ -256,7 +257,9 @@ def test_resume_after_a_stop_ends_like_an_uninterrupted_run(io_flags, tmp_path, 
     assert (interrupted / RESUME_FILE).is_file() and not (interrupted / "eval.json").exists()
     if stop == signal.SIGKILL:  # rows after the last checkpoint are in the log, to be cut on resume
         rows_logged = torch.load(interrupted / RESUME_FILE, weights_only=False)["rows_logged"]
-        assert (interrupted / "metrics.jsonl").read_text().count("\n") > rows_logged
+        assert (interrupted / "metrics.partial.jsonl").read_text().count("\n") > rows_logged
+    for name in RUN_OUTPUTS:  # as snakemake deletes a failed job's declared outputs before its retry
+        (interrupted / name).unlink(missing_ok=True)
     resumed = subprocess.run(
         trainer_command([*io_flags("sum", interrupted), *common]), cwd=ROOT, capture_output=True, text=True, timeout=600
     )

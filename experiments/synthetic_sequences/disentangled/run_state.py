@@ -7,15 +7,19 @@ still holds those rows. Anything else (another run's state, a state whose data,
 scores or reference were rebuilt since, a truncated file) is set aside under a
 new name, with a one-line warning, and the run starts fresh.
 
-metrics.jsonl is appended to as rows come (MetricsLog); a resumed run first cuts
-it back to the rows its state had logged, so it ends byte-identical to an
-uninterrupted run's.
+A running run appends its metrics rows to metrics.partial.jsonl as they come
+(MetricsLog) and renames it metrics.jsonl when it finishes; a resumed run first
+cuts it back to the rows its state had logged, so metrics.jsonl ends
+byte-identical to an uninterrupted run's. The partial log is no declared
+output: snakemake deletes a failed job's outputs before its retry, and the
+retry needs the log to resume.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -28,6 +32,7 @@ from experiments.synthetic_sequences.disentangled.grid import RUN_OUTPUTS
 
 RESUME_KEYS = ("step", "model", "optimizer", "rows_logged", "settings", "inputs_sha256")
 METRICS_FILE = "metrics.jsonl"
+PARTIAL_METRICS_FILE = "metrics.partial.jsonl"
 
 
 class StopRequested:
@@ -56,7 +61,7 @@ def resume_mismatch(state: object, settings: dict, inputs_sha256: dict, logged_r
     if changed := differing(state["inputs_sha256"], inputs_sha256):
         return f"its inputs changed since ({', '.join(changed)})"
     if logged_rows < state["rows_logged"]:
-        return f"{METRICS_FILE} holds {logged_rows} rows, fewer than the {state['rows_logged']} it had logged"
+        return f"{PARTIAL_METRICS_FILE} holds {logged_rows} rows, fewer than the {state['rows_logged']} it had logged"
     return None
 
 
@@ -81,7 +86,7 @@ def set_aside(path: Path) -> Path:
 def load_resume(path: Path, settings: dict, inputs_sha256: dict) -> dict | None:
     """The state to resume from, or None to start fresh (a state of another run is set aside with a warning).
 
-    The run's metrics.jsonl, beside `path`, must still hold the rows the state had logged."""
+    The run's metrics.partial.jsonl, beside `path`, must still hold the rows the state had logged."""
     if not path.is_file():
         return None
     try:
@@ -89,7 +94,7 @@ def load_resume(path: Path, settings: dict, inputs_sha256: dict) -> dict | None:
     except Exception as err:  # torch raises several unrelated types (OSError, UnpicklingError, RuntimeError) for a bad file
         reason = f"it cannot be read ({type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else 'no detail'})"
     else:
-        reason = resume_mismatch(state, settings, inputs_sha256, len(read_lines(path.parent / METRICS_FILE)))
+        reason = resume_mismatch(state, settings, inputs_sha256, len(read_lines(path.parent / PARTIAL_METRICS_FILE)))
     if reason is None:
         return state
     aside = set_aside(path)
@@ -97,9 +102,9 @@ def load_resume(path: Path, settings: dict, inputs_sha256: dict) -> dict | None:
     return None
 
 
-def clear_outputs(run_dir: Path, keep: tuple[str, ...] = ()) -> None:
-    """Remove what an earlier run left in `run_dir` (but `keep`), so no output of that run can pass for one of this run."""
-    stale = [name for name in RUN_OUTPUTS if name not in keep and (run_dir / name).exists()]
+def clear_outputs(run_dir: Path) -> None:
+    """Remove what an earlier run left in `run_dir`, so no output of that run can pass for one of this run."""
+    stale = [name for name in RUN_OUTPUTS if (run_dir / name).exists()]
     for name in stale:
         (run_dir / name).unlink()
     if stale:
@@ -123,7 +128,7 @@ def read_lines(path: Path) -> list[str]:
 
 
 class MetricsLog:
-    """metrics.jsonl, one JSON row per line, appended as rows come.
+    """The metrics log of a running run, one JSON row per line, appended as rows come; `finish` names it for good.
 
     `keep` > 0 (a resumed run) first cuts the file back to its first `keep` rows, the ones the resume state had logged.
     """
@@ -140,7 +145,8 @@ class MetricsLog:
         self._file.flush()
         self.rows += 1
 
-    def close(self) -> list[dict]:
-        """Close the log; every row it holds, read back."""
+    def finish(self, final_path: Path) -> list[dict]:
+        """Close the log and rename it `final_path`; every row it holds, read back."""
         self._file.close()
-        return [json.loads(line) for line in read_lines(self.path)]
+        os.replace(self.path, final_path)
+        return [json.loads(line) for line in read_lines(final_path)]

@@ -48,6 +48,7 @@ from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_O
 from experiments.synthetic_sequences.disentangled.inputs import input_hashes, load_inputs
 from experiments.synthetic_sequences.disentangled.run_state import (
     METRICS_FILE,
+    PARTIAL_METRICS_FILE,
     MetricsLog,
     StopRequested,
     clear_outputs,
@@ -290,14 +291,14 @@ def train(config: TrainConfig) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     resume_path = run_dir / RESUME_FILE
     resumed = load_resume(resume_path, config.training_settings(), inputs_sha256)
-    clear_outputs(run_dir, keep=(METRICS_FILE,) if resumed is not None else ())
+    clear_outputs(run_dir)
     start_step = 0
     if resumed is not None:
         model.load_state_dict(resumed["model"])
         optimizer.load_state_dict(resumed["optimizer"])
         start_step = resumed["step"]
         print(f"resuming {run_dir} from step {start_step}", file=sys.stderr, flush=True)
-    log = MetricsLog(run_dir / METRICS_FILE, keep=resumed["rows_logged"] if resumed is not None else 0)
+    log = MetricsLog(run_dir / PARTIAL_METRICS_FILE, keep=resumed["rows_logged"] if resumed is not None else 0)
 
     reference = inputs["reference"]
     write_json(config.to_dict(), run_dir / "run_config.json")
@@ -399,7 +400,7 @@ def train(config: TrainConfig) -> dict:
         model=config.model, reconstruction_term=config.reconstruction_term, reconstruction_loss_token_aggregation_mode=config.mode.value
     )
     save_torch({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": model.decoder.config.max_len}, run_dir / "model.pt")
-    rows = log.close()
+    rows = log.finish(run_dir / METRICS_FILE)
     write_json(evaluation, run_dir / "eval.json")
     timing = {
         "setup_s": started - called,
