@@ -135,8 +135,8 @@ class MetricsLog:
 
     def __init__(self, path: Path, keep: int = 0):
         self.path, self.rows = path, keep
-        with atomic_path(path) as tmp:
-            tmp.write_text("".join(read_lines(path)[:keep]))
+        with atomic_path(path) as tmp:  # a fresh run (keep 0) starts empty without reading what an earlier one left
+            tmp.write_text("".join(read_lines(path)[:keep]) if keep else "")
         self._file = path.open("a")
 
     def append(self, row: dict) -> None:

@@ -28,12 +28,16 @@ def parse_job_comment(comment: str) -> dict:
     values = comment[len(prefix) :].split("_")
     if len(values) != 5 or not values[4].isdigit():
         raise GridError(f"job comment {comment!r} does not hold family_term_mode_alpha_seed")
-    family, term, mode, alpha_text, seed = values
-    return parse_run_path(f"{family}/{term}_{mode}_{alpha_text}/seed{seed}")
+    return run_parameters(dict(zip(RUN_WILDCARDS, values, strict=True)))
 
 
 RUN_WILDCARDS = ("family", "term", "mode", "alpha", "seed")
 TARGET_JOB = re.compile(r"train_run:([^\s'\"]*)")
+
+
+def run_parameters(values: dict[str, str]) -> dict:
+    """A train_run job's wildcard values as Slurm shows them -> the run's parameters, checked as a run path is."""
+    return parse_run_path("{family}/{term}_{mode}_{alpha}/seed{seed}".format(**values))
 
 
 def runs_of_slurm_job(comment: str, command: str = "") -> list[dict]:
@@ -58,7 +62,7 @@ def parse_target_job(wildcards: str) -> dict:
     values = dict(item.partition("=")[::2] for item in wildcards.split(","))
     if sorted(values) != sorted(RUN_WILDCARDS):
         raise GridError(f"target job train_run:{wildcards} does not name exactly {', '.join(RUN_WILDCARDS)}")
-    return parse_run_path("{family}/{term}_{mode}_{alpha}/seed{seed}".format(**values))
+    return run_parameters(values)
 
 
 def slurm_client_without_controller() -> bool:
