@@ -148,8 +148,6 @@ def pilot_train_config(
     inputs: dict[str, str], run_dir: Path, *, family: str = "discrete", term: str = "raw", mode: str = "mean", **overrides
 ):
     """The default pilot's trainer config for one run of `family`, with its real family settings."""
-    from dataclasses import replace
-
     from experiments.synthetic_sequences.disentangled.grid import expand_grid
 
     specs = [s for s in expand_grid(default_config()["families"]) if s.family == family and s.term == term and s.mode == mode]
@@ -157,7 +155,7 @@ def pilot_train_config(
         raise ValueError(f"the default config has no {family} run with term {term} in mode {mode}")
     paths = {name: value for name, value in inputs.items() if name != "reference_dir"}
     config = specs[0].train_config(**paths, reference=f"{inputs['reference_dir']}/{mode}.json", run_dir=str(run_dir))
-    return replace(config, **overrides)
+    return config.with_settings(**overrides)
 
 
 SYNTHETIC_RUNS = [
@@ -178,12 +176,13 @@ def synthetic_families(runs: int) -> dict:
     return {"discrete": family}
 
 
-def scheduled_batches(config, inputs: dict, steps: int) -> list:
+def scheduled_batches(config, inputs, steps: int) -> list:
     """The trainer's batches of steps 0 .. steps-1, each with its z-free scores b [B, T], collated once."""
     from core.disentanglement.batching import BatchSchedule
 
-    batcher, (train_base, _) = inputs["batchers"]["train"], inputs["base"]["train"]
-    schedule = BatchSchedule(batcher.lengths, config.batch_size, config.seed, config.batching)
+    batcher, (train_base, _) = inputs.batchers["train"], inputs.base["train"]
+    optim = config.optim
+    schedule = BatchSchedule(batcher.lengths, optim.batch_size, optim.seed, optim.batching)
     batches = []
     for step in range(steps):
         index = schedule(step)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +24,9 @@ import torch
 
 from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
 from core.disentanglement.batching import step_generator
+from experiments.synthetic_sequences.disentangled.cvae_run import resolve_objective
 from experiments.synthetic_sequences.disentangled.inputs import load_inputs
-from experiments.synthetic_sequences.disentangled.train_disentangled import initial_model
+from experiments.synthetic_sequences.disentangled.model_setup import build_optimizer, initial_model
 from experiments.synthetic_sequences.disentangled.train_step import train_step
 
 BASELINE = ("raw", "mean", 0.0)
@@ -46,16 +46,11 @@ TARGET = "< 1.03"
 class Variant:
     """One objective's model, optimiser and step settings, started from the same weights as every other."""
 
-    def __init__(self, config, inputs: dict):
+    def __init__(self, config, inputs):
         self.config = config
         self.model = initial_model(config, inputs)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        self.settings = {
-            "reconstruction": config.reconstruction,
-            "c_base": inputs["reference"]["c_base"],
-            "beta": config.beta,
-            "auxiliary_weights": config.auxiliary_weights,
-        }
+        self.optimizer = build_optimizer(self.model, config)
+        self.spec = resolve_objective(config, inputs)
 
     def block(self, batches) -> float:
         started = time.perf_counter()
@@ -65,9 +60,9 @@ class Variant:
                 self.optimizer,
                 batch,
                 base,
-                generator=step_generator(self.config.seed, step, "cpu"),
-                grad_clip=self.config.grad_clip,
-                **self.settings,
+                generator=step_generator(self.config.optim.seed, step, "cpu"),
+                grad_clip=self.config.optim.grad_clip,
+                spec=self.spec,
             )
         return time.perf_counter() - started
 
@@ -82,8 +77,7 @@ def measure(rounds: int = 20, steps: int = 4, threads: int = 2) -> BenchResult:
         inputs = {mode: load_inputs(config) for mode, config in base_configs.items()}  # the same records, each mode's c_base
         variants: dict[str, Variant] = {}
         for term, mode, alpha in (BASELINE, BASELINE, *TERMS):
-            config = replace(
-                base_configs[mode],
+            config = base_configs[mode].with_settings(
                 reconstruction_term=term,
                 token_weight_alpha=alpha,
                 hybrid_coefficients=HYBRID if term == "hybrid" else {},

@@ -37,8 +37,8 @@ from bench.common import (
 )
 from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.disentangled import tables
+from experiments.synthetic_sequences.disentangled.cvae_run import train
 from experiments.synthetic_sequences.disentangled.grid import expand_grid
-from experiments.synthetic_sequences.disentangled.train_disentangled import train
 
 
 def jittered(value, rng: np.random.Generator):
@@ -80,12 +80,11 @@ def synthesise_runs(template: Path, root: Path, runs: int) -> list[Path]:
         (run_dir / "metrics.jsonl").write_text(metrics)
         config = {
             **run_config,
-            "reconstruction_term": spec.term,
-            "reconstruction_loss_token_aggregation_mode": spec.mode,
-            "token_weight_alpha": spec.alpha,
-            "seed": spec.seed,
-            "run_dir": str(run_dir),
+            "reconstruction": {**run_config["reconstruction"], "term": spec.term, "token_weight_alpha": spec.alpha},
+            "optim": {**run_config["optim"], "seed": spec.seed},
+            "run": {**run_config["run"], "run_dir": str(run_dir)},
         }
+        config["reconstruction"]["reconstruction_loss_token_aggregation_mode"] = spec.mode
         (run_dir / "run_config.json").write_text(json.dumps(config))
         rng = np.random.default_rng([spec.seed, len(run_dirs)])
         (run_dir / "eval.json").write_text(json.dumps(jittered(evaluation, rng)))

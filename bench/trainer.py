@@ -29,19 +29,20 @@ import torch
 from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
 from core.disentanglement.batching import step_generator
 from core.disentanglement.losses import reconstruction_terms
-from experiments.synthetic_sequences.disentangled.inputs import load_inputs
-from experiments.synthetic_sequences.disentangled.train_disentangled import initial_model, train
+from experiments.synthetic_sequences.disentangled.cvae_run import train
+from experiments.synthetic_sequences.disentangled.inputs import RunInputs, load_inputs
+from experiments.synthetic_sequences.disentangled.model_setup import initial_model
 
 
-def bare_loop(config, inputs: dict, batches: list) -> float:
+def bare_loop(config, inputs: RunInputs, batches: list) -> float:
     """Seconds for plain forward / loss / backward / clip / AdamW steps over `batches`."""
     model = initial_model(config, inputs)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    reconstruction, c_base = config.reconstruction, inputs["reference"]["c_base"]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+    reconstruction, c_base = config.reconstruction, inputs.reference["c_base"]
     model.train()
     started = time.perf_counter()
     for step, (batch, base) in enumerate(batches):
-        output = model(batch, step_generator(config.seed, step, "cpu"))
+        output = model(batch, step_generator(config.optim.seed, step, "cpu"))
         terms = reconstruction_terms(
             output.token_nll,
             base,
@@ -52,10 +53,10 @@ def bare_loop(config, inputs: dict, batches: list) -> float:
             epsilon=reconstruction.epsilon,
             sample_weights=output.sample_weights,
         )
-        loss = terms[reconstruction.term] + config.beta * output.kl
+        loss = terms[reconstruction.term] + config.objective.beta * output.kl
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip)
         optimizer.step()
     return time.perf_counter() - started
 
@@ -68,15 +69,16 @@ def measure(threads: int = 1) -> BenchResult:
         paths = prepare_run_inputs(Path(tmp))
         config = pilot_train_config(paths, Path(tmp) / "run")
         inputs = load_inputs(config)
-        batches = scheduled_batches(config, inputs, config.steps)
-        progress(f"bare loop, {config.steps} steps")
+        steps, run = config.optim.steps, config.run
+        batches = scheduled_batches(config, inputs, steps)
+        progress(f"bare loop, {steps} steps")
         bare = [bare_loop(config, inputs, batches)]
-        progress(f"trainer, {config.steps} steps (eval every {config.eval_every}, checkpoint every {config.checkpoint_every})")
+        progress(f"trainer, {steps} steps (eval every {run.eval_every}, checkpoint every {run.checkpoint_every})")
         trainer_started = time.perf_counter()
         train(config)
         trainer_wall = time.perf_counter() - trainer_started
-        timing = json.loads((Path(config.run_dir) / "metadata.json").read_text())["timing"]
-        progress(f"bare loop, {config.steps} steps")
+        timing = json.loads((run.path / "metadata.json").read_text())["timing"]
+        progress(f"bare loop, {steps} steps")
         bare.append(bare_loop(config, inputs, batches))
     bare_s = sum(bare) / len(bare)
     figures = [
@@ -88,11 +90,11 @@ def measure(threads: int = 1) -> BenchResult:
             ">= 0.9",
         ),
         Figure("trainer", "trainer steps/s (whole loop) / bare-loop steps/s", bare_s / timing["train_loop_s"], "x"),
-        Figure("trainer", f"bare loop, {config.steps} steps", bare_s, "s", note=f"before {bare[0]:.1f} s, after {bare[1]:.1f} s"),
-        Figure("trainer", f"trainer loop, {config.steps} steps", timing["train_loop_s"], "s", note="steps, validation, checkpoints"),
+        Figure("trainer", f"bare loop, {steps} steps", bare_s, "s", note=f"before {bare[0]:.1f} s, after {bare[1]:.1f} s"),
+        Figure("trainer", f"trainer loop, {steps} steps", timing["train_loop_s"], "s", note="steps, validation, checkpoints"),
         Figure(
             "trainer",
-            f"validation passes (learning curves, {config.steps // config.eval_every} points): share of the loop",
+            f"validation passes (learning curves, {steps // run.eval_every} points): share of the loop",
             100 * timing["validation_s"] / timing["train_loop_s"],
             "%",
             "<= 10",

@@ -25,13 +25,14 @@ from bench.common import BenchResult, Figure, default_config, print_result, prog
 from core.disentanglement.batching import BatchSchedule, RecordBatcher, SpecialTokens
 from core.disentanglement.records import read_records
 from core.disentanglement.zfree import ZFreeTrainConfig, score_records, train_zfree
-from experiments.synthetic_sequences.disentangled.config import TrainConfig
+from experiments.synthetic_sequences.disentangled.config import OptimConfig, TrainConfig
+from experiments.synthetic_sequences.disentangled.grid import PATH_FIELDS
 from experiments.synthetic_sequences.generate import SequenceConfig, generate
 
 
-def cvae_padding_share(batcher: RecordBatcher, config: TrainConfig, groups: int) -> float:
+def cvae_padding_share(batcher: RecordBatcher, optim: OptimConfig, groups: int) -> float:
     """Padded share of decoder positions over one epoch of the trainer's batches, each decoded in `groups` length groups."""
-    schedule = BatchSchedule(batcher.lengths, config.batch_size, config.seed, config.batching)
+    schedule = BatchSchedule(batcher.lengths, optim.batch_size, optim.seed, optim.batching)
     computed = 0
     for step in range(schedule.per_epoch):
         batch = batcher.batch(schedule(step))
@@ -55,7 +56,8 @@ def measure(steps: int = 300, threads: int = 2) -> BenchResult:
         records = read_records(tmp / "data" / "train.parquet")
     batcher = RecordBatcher(records.frame, SpecialTokens.from_vocab(records.vocab))
     settings = config["families"]["discrete"]["settings"]
-    cvae = TrainConfig(*["-"] * 7, **settings)
+    cvae = TrainConfig.from_flat({**dict.fromkeys(PATH_FIELDS, "-"), **settings})
+    groups = cvae.model.latent.length_groups
     figures = [
         Figure(
             "scoring", "z-free scoring / training tokens per second", scoring["tokens_per_s"] / summary["train_tokens_per_s"], "x", ">= 2.5"
@@ -66,15 +68,15 @@ def measure(steps: int = 300, threads: int = 2) -> BenchResult:
         Figure("padding", "padded share: z-free training batches", 100 * batcher.padding_share(zfree.batch_size), "%", "< 15"),
         Figure(
             "padding",
-            f"padded share: CVAE training batches ({cvae.batching}, {cvae.length_groups} length groups)",
-            100 * cvae_padding_share(batcher, cvae, cvae.length_groups),
+            f"padded share: CVAE training batches ({cvae.optim.batching}, {groups} length groups)",
+            100 * cvae_padding_share(batcher, cvae.optim, groups),
             "%",
             "< 15",
         ),
         Figure(
             "padding",
-            f"padded share: CVAE training batches ({cvae.batching}, one padded batch)",
-            100 * cvae_padding_share(batcher, cvae, 1),
+            f"padded share: CVAE training batches ({cvae.optim.batching}, one padded batch)",
+            100 * cvae_padding_share(batcher, cvae.optim, 1),
             "%",
             note="before length groups",
         ),

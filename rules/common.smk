@@ -2,6 +2,9 @@
 
 import os
 
+from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
+from core.disentanglement.cli import format_pairs
+from core.disentanglement.registry import alternation
 from experiments.synthetic_sequences.disentangled.grid import (
     cli_arguments,
     control_families,
@@ -16,6 +19,9 @@ TABLE_FORMATS = ("parquet", "csv", "md")
 CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown
 PLOTS = ("separation", "latent_usage", "mean_vs_sum", "curves")
 RUN = "{family}/{term}_{mode}_{alpha}/seed{seed}"
+# wildcard constraints from the registries: a new term or mode is one entry in core/disentanglement
+TERM_PATTERN = alternation(OPTIMISABLE_TERMS)
+MODE_PATTERN = alternation(AGGREGATION_MODES)
 
 
 def check_config():
@@ -98,10 +104,8 @@ def run_metrics():
 
 
 def control_pairs():
-    return ",".join(
-        f"{family}={parent}"
-        for family, parent in control_families(config["families"]).items()
-    )
+    """--control-of of the tables and plots: control_family=main_family,..."""
+    return format_pairs(control_families(config["families"]))
 
 
 def table_files():

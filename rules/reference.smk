@@ -57,7 +57,7 @@ rule reference_scale:
     benchmark:
         results("benchmarks/reference_scale/{mode}.tsv")
     wildcard_constraints:
-        mode="mean|sum",
+        mode=MODE_PATTERN,
     conda:
         "../envs/pipeline.yaml"
     resources:

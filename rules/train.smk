@@ -20,8 +20,8 @@ rule train_run:
         results(f"benchmarks/train_run/{RUN}.tsv")
     wildcard_constraints:
         family=r"[A-Za-z0-9][A-Za-z0-9-]*",
-        term="raw|dist|ex|tok|tokcc|tokinv|hybrid",
-        mode="mean|sum",
+        term=TERM_PATTERN,
+        mode=MODE_PATTERN,
         alpha=r"[0-9]+(\.[0-9]+)?",
         seed=r"[0-9]+",
     conda:

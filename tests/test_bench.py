@@ -14,9 +14,9 @@ from core.disentanglement.artifacts import write_json
 from core.disentanglement.batching import BatchSchedule, RecordBatcher, SpecialTokens
 from core.disentanglement.records import read_records
 from core.disentanglement.reference import build_reference
-from experiments.synthetic_sequences.disentangled.config import TrainConfig
+from experiments.synthetic_sequences.disentangled.config import OptimConfig
+from experiments.synthetic_sequences.disentangled.cvae_run import train
 from experiments.synthetic_sequences.disentangled.grid import expand_grid
-from experiments.synthetic_sequences.disentangled.train_disentangled import train
 
 
 @pytest.mark.parametrize("runs", [10, 100, 5000])
@@ -42,7 +42,7 @@ def test_a_figure_is_met_only_inside_its_target(value, target, met):
 def test_padding_share_counts_every_padded_position(data_dir):
     records = read_records(data_dir / "train.parquet")
     batcher = RecordBatcher(records.frame, SpecialTokens.from_vocab(records.vocab))
-    config = TrainConfig(*["-"] * 7, batch_size=16)
+    config = OptimConfig(batch_size=16)
     schedule = BatchSchedule(batcher.lengths, config.batch_size, config.seed, config.batching)
     computed = sum(len(index) * batcher.lengths[index].max() for index in (schedule(s) for s in range(schedule.per_epoch)))
     assert cvae_padding_share(batcher, config, 1) == pytest.approx(1 - batcher.lengths.sum() / computed)

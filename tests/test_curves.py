@@ -76,7 +76,15 @@ def write_run(root, curve_rows, mode="sum", seed=3, nmi=0.4):
         {"split": "train", "step": s, "tokens_mean": 6.0, "tokens_min": 3.0 + s % 2, "tokens_max": 12.0, "base_aggregate_min": 0.1}
         for s in (1, 2)
     ]
-    (run / "run_config.json").write_text(json.dumps({"model": "shared_discrete", "reconstruction_loss_token_aggregation_mode": mode}))
+    (run / "run_config.json").write_text(
+        json.dumps(
+            {
+                "reconstruction": {"reconstruction_loss_token_aggregation_mode": mode},
+                "model": {"model": "shared_discrete"},
+                "run": {"init_decoder": ""},
+            }
+        )
+    )
     val = [{"split": "val", **row, "kl": 0.5, "reconstruction_to_kl": 20.0, "tokens_min": 3.0} for row in curve_rows]
     (run / "metrics.jsonl").write_text("\n".join(json.dumps(row) for row in train + val) + "\n")
     (run / "model.pt").write_bytes(b"weights")

@@ -106,7 +106,10 @@ def hybrid_family(coefficients):
             broken(("main", "runs"), [{"term": "kl", "modes": ["mean"]}]),
             "families.main.runs[0].term: 'kl' is not allowed; allowed values: raw, dist",
         ),
-        (broken(("main", "runs"), [{"term": "dist", "alpha": 1, "modes": ["mean"]}]), "on term 'dist', which has no token weights"),
+        (
+            broken(("main", "runs"), [{"term": "dist", "alpha": 1, "modes": ["mean"]}]),
+            "families.main: token_weight_alpha: 1.0 has no effect on term 'dist'",
+        ),
         (broken(("main", "runs"), [{"term": "tokcc", "alpha": -1, "modes": ["mean"]}]), "must be a finite number >= 0"),
         (broken(("main", "seeds"), []), "families.main.seeds: a family needs at least one seed"),
         (

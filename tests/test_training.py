@@ -13,9 +13,11 @@ from core.disentanglement.config import ReconstructionConfig
 from core.disentanglement.decoder import Decoder, DecoderConfig, warm_start
 from core.disentanglement.records import read_records
 from core.disentanglement.scores import read_scores
-from experiments.synthetic_sequences.disentangled.grid import RUN_OUTPUTS
-from experiments.synthetic_sequences.disentangled.train_disentangled import RESUME_FILE, build_model, main, parameter_groups, parse_config
-from experiments.synthetic_sequences.disentangled.train_step import NonFiniteLoss, objective, train_step
+from core.disentanglement.training import NonFiniteLoss
+from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
+from experiments.synthetic_sequences.disentangled.model_setup import build_model, parameter_groups
+from experiments.synthetic_sequences.disentangled.train_disentangled import main, parse_config
+from experiments.synthetic_sequences.disentangled.train_step import Objective, objective, train_step
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ["--d-model", "32", "--n-layer", "1", "--n-head", "2", "--num-codes", "3", "--latent-dim", "3", "--batch-size", "32"]
@@ -48,6 +50,10 @@ def tiny_model(model, vocab_size, length_groups=8):
 SETTINGS = {"c_base": 1.3, "beta": 0.7, "auxiliary_weights": {}}
 
 
+def spec(reconstruction, **changes):
+    return Objective(reconstruction=reconstruction, **{**SETTINGS, **changes})
+
+
 @pytest.mark.parametrize("model_name", ["shared_discrete", "continuous"])
 def test_mode_flips_only_the_reconstruction_family(batch_and_base, model_name):
     batch, base, vocab_size = batch_and_base
@@ -56,7 +62,7 @@ def test_mode_flips_only_the_reconstruction_family(batch_and_base, model_name):
     results = {}
     for mode in ("mean", "sum"):
         reconstruction = ReconstructionConfig(term="tokcc", reconstruction_loss_token_aggregation_mode=mode, token_weight_alpha=1.0)
-        results[mode] = objective(output, base, batch.mask, reconstruction=reconstruction, **SETTINGS)[1]
+        results[mode] = objective(output, base, batch.mask, spec(reconstruction))[1]
     auxiliary = ["kl", "beta_kl", *output.auxiliary]
     assert {k: results["mean"][k] for k in auxiliary} == {k: results["sum"][k] for k in auxiliary}
     assert results["sum"]["reconstruction_loss"] > 2 * results["mean"]["reconstruction_loss"]
@@ -79,8 +85,8 @@ def test_the_auxiliary_terms_add_the_same_amount_to_the_loss_in_both_modes(batch
     assert abs(expected) > 0.01
     for mode in ("mean", "sum"):
         reconstruction = ReconstructionConfig(term="raw", reconstruction_loss_token_aggregation_mode=mode)
-        with_auxiliary = objective(output, base, batch.mask, reconstruction=reconstruction, c_base=1.3, beta=0.7, auxiliary_weights=weights)
-        without = objective(output, base, batch.mask, reconstruction=reconstruction, c_base=1.3, beta=0.7, auxiliary_weights={})
+        with_auxiliary = objective(output, base, batch.mask, spec(reconstruction, auxiliary_weights=weights))
+        without = objective(output, base, batch.mask, spec(reconstruction))
         assert with_auxiliary[0].item() - without[0].item() == pytest.approx(expected, rel=1e-4), mode
 
 
@@ -93,7 +99,7 @@ def test_alpha_zero_gives_tok_raw_and_tokcc_dist_the_same_loss(batch_and_base, m
     losses = {}
     for term in ("raw", "tok", "dist", "tokcc"):
         reconstruction = ReconstructionConfig(term=term, reconstruction_loss_token_aggregation_mode=mode, token_weight_alpha=0.0)
-        losses[term] = objective(output, base, batch.mask, reconstruction=reconstruction, **SETTINGS)[0].item()
+        losses[term] = objective(output, base, batch.mask, spec(reconstruction))[0].item()
     assert losses["tok"] == pytest.approx(losses["raw"], rel=1e-6)
     assert losses["tokcc"] == pytest.approx(losses["dist"], rel=1e-6)
 
@@ -109,7 +115,7 @@ def test_length_grouped_decoding_matches_one_padded_batch(batch_and_base, model_
     for groups in (1, 5):
         model = tiny_model(model_name, vocab_size, length_groups=groups)
         output = model(batch, torch.Generator().manual_seed(0))
-        loss, metrics = objective(output, base, batch.mask, reconstruction=reconstruction, **SETTINGS)
+        loss, metrics = objective(output, base, batch.mask, spec(reconstruction))
         loss.backward()
         real = output.token_nll[:, batch.mask]
         results[groups] = (real.detach(), metrics, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
@@ -163,7 +169,7 @@ def test_non_finite_loss_stops_before_the_weights_change(batch_and_base):
     poisoned[batch.mask] = float("nan")
     reconstruction = ReconstructionConfig(term="ex")
     with pytest.raises(NonFiniteLoss, match="loss is nan"):
-        train_step(model, optimizer, batch, poisoned, generator=None, grad_clip=1.0, reconstruction=reconstruction, **SETTINGS)
+        train_step(model, optimizer, batch, poisoned, generator=None, grad_clip=1.0, spec=spec(reconstruction))
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
@@ -207,7 +213,8 @@ def test_short_run_writes_every_artifact(io_flags, tmp_path, model_name):
     metadata = json.loads((run / "metadata.json").read_text())
     evaluation = json.loads((run / "eval.json").read_text())
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert run_config["reconstruction_loss_token_aggregation_mode"] == "sum" and run_config["model"] == model_name
+    assert run_config["reconstruction"]["reconstruction_loss_token_aggregation_mode"] == "sum"
+    assert run_config["model"]["model"] == model_name and set(run_config) == {"reconstruction", "objective", "model", "optim", "run"}
     assert metadata["reconstruction_loss_token_aggregation_mode"] == "sum" and metadata["reference"]["mode"] == "sum"
     assert {"git_commit", "torch", "seed", "started", "finished", "device"} <= metadata.keys()
     assert evaluation["reconstruction_loss_token_aggregation_mode"] == "sum"

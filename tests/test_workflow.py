@@ -93,7 +93,7 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({(*RUN0, "modes"): ["Sum"]}, "'Sum' is not one of ['mean', 'sum']"),
         ({(*RUN0, "term"): "kl"}, "'kl' is not one of ['raw', 'dist', 'ex', 'tok', 'tokcc', 'tokinv', 'hybrid']"),
         ({(*RUN0, "alpha"): -1}, "-1 is less than the minimum of 0"),
-        ({(*RUN0, "alpha"): 1}, "families.discrete.runs[0].alpha: 1.0 on term 'raw', which has no token weights"),
+        ({(*RUN0, "alpha"): 1}, "families.discrete: token_weight_alpha: 1.0 has no effect on term 'raw'"),
         ({("families", "discrete", "seeds"): []}, "On instance['families']['discrete']['seeds']"),
         (
             {("families", "discrete", "runs"): [{"term": "raw", "modes": ["mean", "sum"]}, {"term": "raw", "modes": ["sum"]}]},

@@ -1,16 +1,133 @@
-"""Command-line flags from a settings dataclass: one --flag per field, typed and defaulted from it."""
+"""Command-line flags generated from settings dataclasses, and the one `name=value,...` format.
+
+A field declares its own help text and choices (`setting(...)`); `add_settings_flags` turns every field of a
+dataclass, and of the dataclasses nested in it, into one `--flag`. Nested settings share one flat flag namespace,
+so a leaf's name (or its metadata `flag`) must be unique across the tree; `flat_fields` lists them.
+"""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import MISSING, Field, field, fields
 
 
-def add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
-    """--field-name for every field of `cls` not in `skip`, typed by and defaulting to the field's default."""
-    defaults = cls()
+def setting(default=MISSING, help: str = "", *, choices=None, flag: str | None = None, factory=MISSING, init: bool = True):
+    """A dataclass field with its CLI help text, allowed values and (when it differs from the field name) flag name."""
+    metadata = {"help": help, "choices": tuple(choices) if choices is not None else None, "flag": flag}
+    return field(default=default, default_factory=factory, metadata=metadata, init=init)
+
+
+def flag_name(f: Field) -> str:
+    return f.metadata.get("flag") or f.name
+
+
+def nested_class(f: Field) -> type | None:
+    """The settings class of a nested-settings field (declared with `nested=`), else None."""
+    return f.metadata.get("nested")
+
+
+def flat_fields(cls) -> Iterator[tuple[str, Field]]:
+    """(flag name, field) of every leaf setting of `cls`, nested settings expanded in declaration order.
+
+    A name two groups share (both model families' `prior`) is one setting: it is listed once, at its first place,
+    and settings_from_flat gives its value to both.
+    """
+    seen = set()
+    for name, f in _leaves(cls):
+        if name not in seen:
+            seen.add(name)
+            yield name, f
+
+
+def _leaves(cls) -> Iterator[tuple[str, Field]]:
     for f in fields(cls):
-        if f.name in skip:
+        if not f.init:
             continue
-        value = getattr(defaults, f.name)
-        parser.add_argument("--" + f.name.replace("_", "-"), type=type(value), default=value, help="default: %(default)s")
+        inner = nested_class(f)
+        if inner is not None:
+            yield from _leaves(inner)
+        else:
+            yield flag_name(f), f
+
+
+def parse_pairs(text: str, value: Callable[[str], object] = float, what: str = "name=value") -> dict:
+    """'a=0.5,b=1' -> {'a': 0.5, 'b': 1.0}; `value` converts each right-hand side (str keeps it as written)."""
+    pairs = {}
+    for item in filter(None, text.split(",")):
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip() or not raw.strip():
+            raise argparse.ArgumentTypeError(f"{item!r} is not {what}")
+        try:
+            pairs[name.strip()] = value(raw.strip())
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"{item!r}: {raw!r} is not a number") from err
+    return pairs
+
+
+def format_pairs(pairs: Mapping) -> str:
+    """{'a': 0.5, 'b': 1} -> 'a=0.5,b=1', the inverse of parse_pairs."""
+    return ",".join(f"{name}={value}" for name, value in pairs.items())
+
+
+def _default(f: Field):
+    if f.default is not MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not MISSING else MISSING
+
+
+def add_settings_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
+    """One --flag per leaf setting of `cls` (not in `skip`): required when the field has no default, typed by its
+    default, with the field's help text and choices; a mapping field reads `name=value,...`. The flags of each
+    top-level settings group are listed under its name in --help."""
+    groups = {f.name: parser.add_argument_group(f"{f.name} settings") for f in fields(cls) if nested_class(f) is not None}
+    top_level = {name: group for group_name, group in groups.items() for name, _ in flat_fields(nested_class(_field(cls, group_name)))}
+    for name, f in flat_fields(cls):
+        if name in skip:
+            continue
+        _add_flag(top_level.get(name, parser), name, f)
+
+
+def _field(cls, name: str) -> Field:
+    return next(f for f in fields(cls) if f.name == name)
+
+
+def _add_flag(parser, name: str, f: Field) -> None:
+    default = _default(f)
+    required = default is MISSING
+    kwargs = {"required": required, "help": f.metadata.get("help", "") + ("" if required else " (default: %(default)s)")}
+    if f.metadata.get("choices"):
+        kwargs["choices"] = f.metadata["choices"]
+    if isinstance(default, Mapping):
+        kwargs.update(type=parse_pairs, default={})
+    elif not required:
+        kwargs.update(type=type(default), default=default)
+    parser.add_argument("--" + name.replace("_", "-"), dest=name, **kwargs)
+
+
+def settings_from_flat(cls, values: Mapping):
+    """Build `cls` (nested settings included) from a flat {flag name: value} mapping; absent keys take defaults."""
+    arguments = {}
+    for f in fields(cls):
+        if not f.init:
+            continue
+        inner = nested_class(f)
+        if inner is not None:
+            arguments[f.name] = settings_from_flat(inner, values)
+        elif flag_name(f) in values:
+            arguments[f.name] = values[flag_name(f)]
+    return cls(**arguments)
+
+
+def flat_values(settings) -> dict:
+    """The inverse of settings_from_flat: {flag name: value} of every leaf setting."""
+    values = {}
+    for f in fields(settings):
+        if not f.init:
+            continue
+        value = getattr(settings, f.name)
+        if nested_class(f) is not None:
+            values.update(flat_values(value))
+        else:
+            values[flag_name(f)] = value
+    return values

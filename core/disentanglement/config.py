@@ -8,10 +8,13 @@ auxiliary term ignores it. `mean` is the default, `sum` is the ablation.
 from __future__ import annotations
 
 import math
-import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from enum import StrEnum
+
+from core.disentanglement.checks import check_field_types, is_number
+from core.disentanglement.cli import setting
+from core.disentanglement.registry import HYBRID, TERMS
 
 
 class AggregationMode(StrEnum):
@@ -22,15 +25,13 @@ class AggregationMode(StrEnum):
 AGGREGATION_MODES: tuple[str, ...] = tuple(m.value for m in AggregationMode)
 DEFAULT_AGGREGATION_MODE = AggregationMode.MEAN
 
-# Term names hold no underscore so a run key `{term}_{mode}_{alpha}` parses back.
-RECONSTRUCTION_TERMS: tuple[str, ...] = ("raw", "dist", "ex", "tok", "tokcc", "tokinv")
-OPTIMISABLE_TERMS: tuple[str, ...] = RECONSTRUCTION_TERMS + ("hybrid",)
-# Terms whose value depends on token weights, i.e. on alpha.
-TOKEN_WEIGHTED_TERMS: frozenset[str] = frozenset({"tok", "tokcc", "tokinv"})
+RECONSTRUCTION_TERMS: tuple[str, ...] = tuple(TERMS)
+OPTIMISABLE_TERMS: tuple[str, ...] = (*RECONSTRUCTION_TERMS, HYBRID)
+TOKEN_WEIGHTED_TERMS: frozenset[str] = frozenset(name for name, term in TERMS.items() if term.takes_alpha)
 # Terms divided by a reference scale (c_base^a, or A_a(b_i) + epsilon for ex) are O(1) in both modes; raw and tok
 # are in the mode's own units, about mean n_i times larger under sum. A hybrid that mixes the two kinds weights its
 # parts differently in mean and in sum: the caveat of --hybrid-coefficients and the README.
-NORMALISED_TERMS: frozenset[str] = frozenset({"dist", "ex", "tokcc", "tokinv"})
+NORMALISED_TERMS: frozenset[str] = frozenset(name for name, term in TERMS.items() if term.normalised)
 
 
 def parse_aggregation_mode(value: object, field_name: str = "reconstruction_loss_token_aggregation_mode") -> AggregationMode:
@@ -53,44 +54,6 @@ def check_alpha(alpha: float, field_name: str = "token_weight_alpha") -> float:
     return alpha
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-# what each annotated type of a settings dataclass accepts, and how a refusal describes it
-FIELD_TYPES = {
-    int: (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-    float: (_is_number, "a finite number"),
-    str: (lambda v: isinstance(v, str), "a string"),
-    bool: (lambda v: isinstance(v, bool), "true or false"),
-    dict[str, float]: (
-        lambda v: isinstance(v, Mapping) and all(isinstance(k, str) and _is_number(w) for k, w in v.items()),
-        "a mapping of names to finite numbers",
-    ),
-}
-
-
-def check_field_types(settings: object) -> None:
-    """Raise ValueError naming the first field of the dataclass `settings` whose value is not of its annotated type.
-
-    YAML and JSON hand over whatever they parsed (`steps: 10.7`, `steps: ten`); an int field takes only integers,
-    a float field any finite number.
-    """
-    hints = typing.get_type_hints(type(settings))
-    for f in fields(settings):
-        accepts, described = FIELD_TYPES[hints[f.name]]
-        value = getattr(settings, f.name)
-        if not accepts(value):
-            raise ValueError(f"{f.name}: {value!r} is not allowed; it must be {described}")
-
-
-def check_positive_counts(settings: object, names: tuple[str, ...]) -> None:
-    """Raise ValueError naming the first of `names` (integer settings of `settings`) that is below 1."""
-    for name in names:
-        if getattr(settings, name) < 1:
-            raise ValueError(f"{name}: {getattr(settings, name)} is not allowed; it must be >= 1")
-
-
 def check_hybrid_coefficients(coefficients: Mapping[str, float], field_name: str = "hybrid_coefficients") -> dict[str, float]:
     if not coefficients:
         raise ValueError(f"{field_name}: a hybrid needs at least one term; allowed terms: {', '.join(RECONSTRUCTION_TERMS)}")
@@ -98,7 +61,7 @@ def check_hybrid_coefficients(coefficients: Mapping[str, float], field_name: str
     for name, weight in coefficients.items():
         if name not in RECONSTRUCTION_TERMS:
             raise ValueError(f"{field_name}: unknown term {name!r}; allowed terms: {', '.join(RECONSTRUCTION_TERMS)}")
-        if not _is_number(weight) or weight < 0:
+        if not is_number(weight) or weight < 0:
             raise ValueError(f"{field_name}.{name}: {weight!r} is not allowed; it must be a finite number >= 0")
         checked[name] = float(weight)
     if not any(weight > 0 for weight in checked.values()):
@@ -115,16 +78,26 @@ class ReconstructionConfig:
     the minimum of A_a(b_i) is logged so tiny denominators are visible.
     """
 
-    term: str = "dist"
-    reconstruction_loss_token_aggregation_mode: AggregationMode = DEFAULT_AGGREGATION_MODE
-    token_weight_alpha: float = 0.0
-    epsilon: float = 1e-3
-    hybrid_coefficients: Mapping[str, float] = field(default_factory=dict)
-    reconstruction_scale: float = 1.0
+    term: str = setting("dist", "optimised reconstruction term", choices=OPTIMISABLE_TERMS, flag="reconstruction_term")
+    reconstruction_loss_token_aggregation_mode: AggregationMode = setting(
+        DEFAULT_AGGREGATION_MODE.value,
+        "A_mean (per-example token mean) or A_sum (per-example token sum); the batch reduction is the example mean either way",
+        choices=AGGREGATION_MODES,
+    )
+    token_weight_alpha: float = setting(0.0, "power of the z-free NLL in the token weights (tok, tokcc, tokinv); 0 = uniform")
+    epsilon: float = setting(1e-3, "ex-term denominator offset, in the selected mode's units (nats/token for mean, nats/example for sum)")
+    hybrid_coefficients: dict[str, float] = setting(
+        help="for --reconstruction-term hybrid: weighted terms, e.g. tokcc=0.5,dist=0.5; coefficients >= 0, one > 0. "
+        "dist, ex, tokcc and tokinv are divided by a reference scale and O(1) in both modes, raw and tok are not "
+        "(about mean n_i times larger under sum): a hybrid mixing the two kinds weights its parts differently in mean and in sum",
+        factory=dict,
+    )
+    reconstruction_scale: float = setting(1.0, "multiplier of the reconstruction term (the scale control: mean mode x mean token count)")
 
     def __post_init__(self) -> None:
         if self.term not in OPTIMISABLE_TERMS:
             raise ValueError(f"term: {self.term!r} is not allowed; allowed values: {', '.join(OPTIMISABLE_TERMS)}")
+        check_field_types(self)
         object.__setattr__(
             self,
             "reconstruction_loss_token_aggregation_mode",

@@ -43,7 +43,7 @@ class ContinuousCVAE(nn.Module):
 
     def forward(self, batch: SequenceBatch, generator: torch.Generator | None = None) -> CVAEOutput:
         mu, logvar = self.posterior(batch)
-        noise = torch.randn((self.config.samples, *mu.shape), generator=generator, device=mu.device)
+        noise = torch.randn((self.config.latent_samples, *mu.shape), generator=generator, device=mu.device)
         latents = mu + (0.5 * logvar).exp() * noise  # [S, B, D]
         logits = decode_latents(self.decoder, batch, latents, self.config.length_groups)
         nll = token_nll(logits, batch.y.expand(logits.shape[0], -1, -1))

@@ -114,6 +114,23 @@ def posterior_expectation(per_sample: torch.Tensor, sample_weights: torch.Tensor
     return (sample_weights * per_sample).sum(dim=0)
 
 
+def _checked_term_inputs(
+    token_nll: torch.Tensor, base_nll: torch.Tensor, mask: torch.Tensor, c_base, epsilon: float, mode: AggregationMode
+) -> torch.Tensor:
+    """Refuse ill-shaped inputs, a c_base that is not a finite scalar > 0 and a negative epsilon; c_base as a 0-d tensor."""
+    if token_nll.dim() != 3:
+        raise ValueError(f"token_nll must be [S, B, T], got shape {tuple(token_nll.shape)}")
+    check_mask(mask, token_nll.shape, "token_nll")
+    if base_nll.shape != mask.shape:
+        raise ValueError(f"base_nll must be the mask's [B, T] = {tuple(mask.shape)}, got shape {tuple(base_nll.shape)}")
+    c_base = torch.as_tensor(c_base, dtype=token_nll.dtype, device=token_nll.device).detach()
+    if c_base.dim() != 0 or not bool(torch.isfinite(c_base)) or float(c_base) <= 0:
+        raise ValueError(f"c_base must be a finite scalar > 0, got {c_base.tolist()!r}")
+    if not epsilon >= 0:
+        raise ValueError(f"epsilon must be >= 0 (in {mode} units), got {epsilon!r}")
+    return c_base
+
+
 def reconstruction_terms(
     token_nll: torch.Tensor,
     base_nll: torch.Tensor,
@@ -138,16 +155,7 @@ def reconstruction_terms(
     """
     mode = parse_aggregation_mode(mode, "mode")
     alpha = check_alpha(alpha, "alpha")
-    if token_nll.dim() != 3:
-        raise ValueError(f"token_nll must be [S, B, T], got shape {tuple(token_nll.shape)}")
-    check_mask(mask, token_nll.shape, "token_nll")
-    if base_nll.shape != mask.shape:
-        raise ValueError(f"base_nll must be the mask's [B, T] = {tuple(mask.shape)}, got shape {tuple(base_nll.shape)}")
-    c_base = torch.as_tensor(c_base, dtype=token_nll.dtype, device=token_nll.device).detach()
-    if c_base.dim() != 0 or not bool(torch.isfinite(c_base)) or float(c_base) <= 0:
-        raise ValueError(f"c_base must be a finite scalar > 0, got {c_base.tolist()!r}")
-    if not epsilon >= 0:
-        raise ValueError(f"epsilon must be >= 0 (in {mode} units), got {epsilon!r}")
+    c_base = _checked_term_inputs(token_nll, base_nll, mask, c_base, epsilon, mode)
 
     # the one count of the step; every helper below takes the checked mode, mask and n_i
     n = supervised_counts(mask, token_nll.dtype)  # [B]

@@ -13,10 +13,12 @@ mean-vs-sum ablation). Scoring writes b_{i,t} for every supervised token.
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,34 +27,34 @@ import torch
 
 from core.disentanglement.artifacts import save_torch, sha256_file, write_json, write_jsonl
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
-from core.disentanglement.cli import add_dataclass_flags
-from core.disentanglement.config import check_field_types, check_positive_counts
+from core.disentanglement.checks import check_field_types, check_minimum, check_positive_counts
+from core.disentanglement.cli import add_settings_flags, setting, settings_from_flat
 from core.disentanglement.decoder import Decoder, DecoderConfig, token_nll, uniform_nll
 from core.disentanglement.records import Records, RecordsError, read_records
-from core.disentanglement.schedule import warmup_cosine
 from core.disentanglement.scores import write_scores
+from core.disentanglement.training import LoopSchedule, NonFiniteLoss, TrainingLoop
 
 CHECKPOINT_KEYS = ("kind", "decoder_config", "state_dict", "vocab", "train_config")
+GRAD_CLIP = 1.0
 
 
 @dataclass(frozen=True)
 class ZFreeTrainConfig:
-    seed: int = 0
-    steps: int = 1500
-    batch_size: int = 64
-    lr: float = 3e-3
-    weight_decay: float = 0.01
-    warmup_steps: int = 100
-    eval_every: int = 250
-    d_model: int = 64
-    n_layer: int = 2
-    n_head: int = 4
+    seed: int = setting(0, "seed of the initial weights and the batch order")
+    steps: int = setting(1500, "optimisation steps")
+    batch_size: int = setting(64, "examples per batch")
+    lr: float = setting(3e-3, "peak learning rate of the warmup-cosine schedule")
+    weight_decay: float = setting(0.01, "AdamW weight decay")
+    warmup_steps: int = setting(100, "linear learning-rate warmup steps")
+    eval_every: int = setting(250, "steps between validation NLL points (and progress lines)")
+    d_model: int = setting(64, "transformer width")
+    n_layer: int = setting(2, "decoder layers")
+    n_head: int = setting(4, "attention heads")
 
     def __post_init__(self) -> None:
         check_field_types(self)
         check_positive_counts(self, ("steps", "batch_size", "eval_every", "d_model", "n_layer", "n_head"))
-        if not self.lr > 0:
-            raise ValueError(f"lr: {self.lr} is not allowed; it must be > 0")
+        check_minimum(self, ("lr",), strict=True)
 
 
 def check_same_vocab(records: Records, vocab: Sequence[str], source: str) -> None:
@@ -73,6 +75,43 @@ def mean_token_nll(model: Decoder, batcher: RecordBatcher, batch_size: int = 256
     return total / count
 
 
+class ZFreeTask:
+    """The z-free model's part of the training loop: maximum-likelihood token NLL, a val NLL row per evaluation."""
+
+    def __init__(self, model: Decoder, train_batcher: RecordBatcher, val_batcher: RecordBatcher, loop: TrainingLoop, config):
+        self.model, self.train_batcher, self.val_batcher, self.loop = model, train_batcher, val_batcher, loop
+        rng = np.random.default_rng(config.seed)
+        self.batches = itertools.chain.from_iterable(train_batcher.epoch(config.batch_size, rng) for _ in itertools.count())
+        self.rows: list[dict] = []
+        self.tokens_seen = 0
+        self.train_nll = math.nan
+
+    def loss(self, step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        batch = next(self.batches)
+        self.tokens_seen += int(self.train_batcher.lengths[batch.index.numpy()].sum())
+        loss = token_nll(self.model(batch), batch.y)[batch.mask].mean()
+        return loss, {"loss": loss.item()}
+
+    def logged(self, step: int, metrics: dict[str, float]) -> None:
+        self.train_nll = metrics["loss"]
+
+    def evaluate(self, step: int) -> None:
+        training_s = self.loop.elapsed() - self.loop.evaluation_s  # the steps so far, without their evaluations
+        self.model.eval()
+        val_nll = mean_token_nll(self.model, self.val_batcher)
+        tokens_per_s = self.tokens_seen / training_s
+        self.rows.append(
+            {"step": step, "train_nll": self.train_nll, "val_nll": val_nll, "tokens_per_s": tokens_per_s, "elapsed_s": self.loop.elapsed()}
+        )
+
+    def progress(self, step: int, metrics: dict[str, float]) -> str:
+        row = self.rows[-1]
+        return f"train_nll {row['train_nll']:.4f} val_nll {row['val_nll']:.4f} ({row['tokens_per_s']:.0f} tok/s)"
+
+    def after(self, step: int) -> None:
+        pass
+
+
 def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: str | Path, config: ZFreeTrainConfig, log_path=None) -> dict:
     train, val = read_records(train_path), read_records(val_path)
     check_same_vocab(val, train.vocab, f"train records {train.path}")
@@ -81,55 +120,26 @@ def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: s
     max_len = int(max(train_batcher.lengths.max(), val_batcher.lengths.max()))
 
     torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
     decoder_config = DecoderConfig(
         vocab_size=len(train.vocab), max_len=max_len + 16, d_model=config.d_model, n_layer=config.n_layer, n_head=config.n_head
     )
     model = Decoder(decoder_config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    schedule = LoopSchedule(config.steps, config.lr, config.warmup_steps, GRAD_CLIP, config.eval_every, config.eval_every)
+    loop = TrainingLoop(model, optimizer, schedule, "zfree")
+    task = ZFreeTask(model, train_batcher, val_batcher, loop, config)
+    try:
+        loop.run(task)
+    except NonFiniteLoss as err:
+        raise NonFiniteLoss(f"{err}; nothing was saved") from err
+    return save_zfree(model, train, val, config, task.rows, checkpoint_path, log_path)
 
-    log_rows, step, tokens_seen, eval_seconds, started = [], 0, 0, 0.0, time.perf_counter()
-    while step < config.steps:
-        for batch in train_batcher.epoch(config.batch_size, rng):
-            for group in optimizer.param_groups:
-                group["lr"] = warmup_cosine(step, config.lr, config.warmup_steps, config.steps)
-            nll = token_nll(model(batch), batch.y)
-            loss = nll[batch.mask].mean()
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"z-free training loss is {loss.item()} at step {step}; nothing was saved")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            step += 1
-            tokens_seen += int(train_batcher.lengths[batch.index.numpy()].sum())
-            if step % config.eval_every == 0 or step == config.steps:
-                eval_started = time.perf_counter()
-                model.eval()
-                val_nll = mean_token_nll(model, val_batcher)
-                model.train()
-                eval_seconds += time.perf_counter() - eval_started
-                elapsed = time.perf_counter() - started
-                row = {
-                    "step": step,
-                    "train_nll": loss.item(),
-                    "val_nll": val_nll,
-                    "tokens_per_s": tokens_seen / (elapsed - eval_seconds),  # training steps only
-                    "elapsed_s": elapsed,
-                }
-                log_rows.append(row)
-                print(
-                    f"zfree step {step}/{config.steps} train_nll {row['train_nll']:.4f} val_nll {val_nll:.4f} "
-                    f"({row['tokens_per_s']:.0f} tok/s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            if step == config.steps:
-                break
 
+def save_zfree(model: Decoder, train: Records, val: Records, config: ZFreeTrainConfig, rows: list[dict], checkpoint_path, log_path) -> dict:
+    """The checkpoint, its .json summary beside it and the optional training log; returns the summary."""
     summary = {
         "kind": "zfree",
-        "decoder_config": decoder_config.to_dict(),
+        "decoder_config": model.config.to_dict(),
         "vocab": list(train.vocab),
         "train_config": asdict(config),
         "inputs": {
@@ -138,17 +148,17 @@ def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: s
             "val": str(val.path),
             "val_sha256": sha256_file(val.path),
         },
-        "val_nll_per_token": log_rows[-1]["val_nll"],
+        "val_nll_per_token": rows[-1]["val_nll"],
         "uniform_nll_per_token": uniform_nll(len(train.vocab)),
         "parameters": model.num_parameters(),
     }
     checkpoint_path = Path(checkpoint_path)
     # no timing inside the checkpoint: the same training gives the same bytes, so its recorded sha256 is stable
     save_torch({**summary, "state_dict": model.state_dict()}, checkpoint_path)
-    summary["train_tokens_per_s"] = log_rows[-1]["tokens_per_s"]
+    summary["train_tokens_per_s"] = rows[-1]["tokens_per_s"]
     write_json(summary, checkpoint_path.with_suffix(".json"))
     if log_path is not None:
-        write_jsonl(log_rows, log_path)
+        write_jsonl(rows, log_path)
     return summary
 
 
@@ -226,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     train.add_argument("--val", required=True, help="validation records parquet (for the reported val NLL)")
     train.add_argument("--checkpoint", required=True, help="output .pt; a .json summary is written beside it")
     train.add_argument("--log", default=None, help="optional JSONL training log")
-    add_dataclass_flags(train, ZFreeTrainConfig)
+    add_settings_flags(train, ZFreeTrainConfig)
     score = commands.add_parser("score", help="write per-token NLL b_{i,t} of records with a frozen checkpoint")
     score.add_argument("--checkpoint", required=True)
     score.add_argument("--records", required=True, help="records parquet to score")
@@ -237,8 +247,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     try:
         if args.command == "train":
-            names = {f.name for f in fields(ZFreeTrainConfig)}
-            config = ZFreeTrainConfig(**{k: v for k, v in vars(args).items() if k in names})
+            config = settings_from_flat(ZFreeTrainConfig, vars(args))
             summary = train_zfree(args.train, args.val, args.checkpoint, config, args.log)
             print(
                 f"z-free val NLL {summary['val_nll_per_token']:.4f} nats/token vs uniform log V = {summary['uniform_nll_per_token']:.4f}",
@@ -251,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"padding {stats['padding_share']:.1%}",
                 file=sys.stderr,
             )
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, NonFiniteLoss) as err:
         sys.exit(f"error: {err}")
 
 

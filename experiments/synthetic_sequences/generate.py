@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from core.disentanglement.artifacts import write_json
-from core.disentanglement.cli import add_dataclass_flags
+from core.disentanglement.cli import add_settings_flags, setting
 from core.disentanglement.records import write_records
 from experiments.synthetic_sequences.tasks import DIRECT, TASKS, VOCAB, render_output
 
@@ -33,13 +33,13 @@ MAX_ITEMS = 9  # running counts are single digits
 
 @dataclass(frozen=True)
 class SequenceConfig:
-    seed: int = 0
-    n_train: int = 4000
-    n_val: int = 500
-    n_test: int = 500
-    min_size: int = 2
-    max_size: int = 5
-    length_overlap: float = 0.5
+    seed: int = setting(0, "seed of every drawn problem and strategy")
+    n_train: int = setting(4000, "records in the train split")
+    n_val: int = setting(500, "records in the validation split")
+    n_test: int = setting(500, "records in the test split")
+    min_size: int = setting(2, "smallest problem size")
+    max_size: int = setting(5, "largest problem size of the traced strategy")
+    length_overlap: float = setting(0.5, "0: strategies share problem sizes; 1: direct answers reach the largest problems")
     tasks: tuple[str, ...] = tuple(TASKS)
 
     def __post_init__(self) -> None:
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     defaults = SequenceConfig()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out-dir", required=True, help="folder for train/val/test.parquet and summary.json")
-    add_dataclass_flags(parser, SequenceConfig, skip=("tasks",))
+    add_settings_flags(parser, SequenceConfig, skip=("tasks",))
     parser.add_argument("--tasks", nargs="+", default=list(defaults.tasks), help=f"tasks to draw from (choices: {', '.join(TASKS)})")
     args = vars(parser.parse_args(argv))
     out_dir = args.pop("out_dir")

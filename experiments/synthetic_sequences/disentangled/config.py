@@ -1,19 +1,26 @@
-"""Every setting of one CVAE training run, flat so it maps one-to-one onto CLI flags and run_config.json."""
+"""Every setting of one CVAE training run: TrainConfig{reconstruction, objective, model, optim, run}.
+
+Built and validated once, at the edge (the trainer's CLI, or the Snakefile for every run at parse time), from
+one flat {setting: value} mapping: each leaf setting is one CLI flag and one key of a family's `settings:`.
+Help text and allowed values live beside each field (`setting(...)`), and the CLI is generated from them.
+run_config.json is `to_dict()`: the nested groups, with only the chosen model family's latent settings.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from core.disentanglement.config import AggregationMode, ReconstructionConfig, check_field_types, check_positive_counts
+from core.disentanglement.checks import check_choice, check_field_types, check_minimum, check_positive_counts
+from core.disentanglement.cli import flat_fields, flat_values, setting, settings_from_flat
+from core.disentanglement.config import AggregationMode, ReconstructionConfig
 from core.disentanglement.latent_configs import ContinuousCVAEConfig, DiscreteCVAEConfig
+from core.disentanglement.registry import MODELS
 
-MODELS = ("shared_discrete", "continuous")
-AUXILIARY_TERMS = {
-    "shared_discrete": ("posterior_entropy", "router_support", "router_marginal_kl", "inter_latent_divergence"),
-    "continuous": ("posterior_variance", "inter_latent_divergence"),
-}
+MODEL_NAMES = tuple(MODELS)
+AUXILIARY_TERMS = {name: model.auxiliary_terms for name, model in MODELS.items()}
 BATCHING = ("random", "bucketed")
 # design.md's confound controls: `scale` multiplies the reconstruction term by the mean supervised token count
 # of the training set (sum's global scale, no length weighting); `balance` multiplies beta by it
@@ -24,146 +31,164 @@ DEVICES = "cpu, auto, cuda, cuda:N, mps"
 DEVICE = re.compile(r"cpu|auto|cuda|cuda:[0-9]+|mps")
 
 
+def nested(cls):
+    """A field holding a settings group, built from the same flat mapping as its parent."""
+    return field(default_factory=cls, metadata={"nested": cls})
+
+
 @dataclass(frozen=True)
-class TrainConfig:
-    # inputs and output
-    train_records: str
-    val_records: str
-    test_records: str
-    train_scores: str
-    val_scores: str
-    reference: str
-    run_dir: str
-    init_decoder: str = ""  # a z-free checkpoint to warm-start the decoder from; "" = random initialisation
-    # objective
-    model: str = "shared_discrete"
-    reconstruction_term: str = "dist"
-    reconstruction_loss_token_aggregation_mode: str = "mean"
-    token_weight_alpha: float = 0.0
-    epsilon: float = 1e-3
-    hybrid_coefficients: dict[str, float] = field(default_factory=dict)
-    reconstruction_scale: float = 1.0
-    beta: float = 1.0
-    beta_warmup_steps: int = 0
-    controls: str = "none"
-    auxiliary_weights: dict[str, float] = field(default_factory=dict)
-    # model
-    d_model: int = 64
-    n_layer: int = 2
-    n_head: int = 4
-    encoder_layers: int = 1
-    num_codes: int = 6
-    prior: str = "fixed"  # uniform over codes / N(0, I); or "learned" p(z|x)
-    estimator: str = "enumerate"
-    gumbel_samples: int = 2
-    gumbel_temperature: float = 1.0
-    latent_dim: int = 8
-    latent_samples: int = 2
-    length_groups: int = 8
-    # optimisation
-    seed: int = 0
-    steps: int = 600
-    batch_size: int = 64
-    batching: str = "random"
-    lr: float = 2e-3
-    warm_decoder_lr_factor: float = 1.0
-    weight_decay: float = 0.01
-    warmup_steps: int = 50
-    grad_clip: float = 1.0
-    # bookkeeping
-    eval_every: int = 100
-    checkpoint_every: int = 100
-    log_every: int = 50
-    eval_prompts_per_code: int = 32
-    device: str = "cpu"
+class ObjectiveConfig:
+    """Everything of the loss beside the reconstruction term: the KL weight, the controls, the auxiliary terms."""
+
+    beta: float = setting(1.0, "weight of KL(q(z|x,y) || p(z|x)) (the balance control: sum mode with beta x mean token count)")
+    beta_warmup_steps: int = setting(0, "ramp beta linearly from 0 over this many steps (KL annealing; 0 = off)")
+    controls: str = setting(
+        "none",
+        "none; scale: reconstruction x mean train token count (use with mean); balance: beta x that count (use with sum)",
+        choices=CONTROLS,
+    )
+    auxiliary_weights: dict[str, float] = setting(
+        help="weights of auxiliary terms, added to the loss as given (negative to encourage), e.g. router_marginal_kl=0.1; "
+        + "; ".join(f"{model}: {', '.join(names)}" for model, names in AUXILIARY_TERMS.items()),
+        factory=dict,
+    )
 
     def __post_init__(self) -> None:
-        """The one validation of a run's settings: the Snakefile runs it for every run at parse time, the trainer at start."""
         check_field_types(self)
-        if self.model not in MODELS:
-            raise ValueError(f"model: {self.model!r} is not allowed; allowed values: {', '.join(MODELS)}")
-        if self.controls not in CONTROLS:
-            raise ValueError(f"controls: {self.controls!r} is not allowed; allowed values: {', '.join(CONTROLS)}")
-        if self.batching not in BATCHING:
-            raise ValueError(f"batching: {self.batching!r} is not allowed; allowed values: {', '.join(BATCHING)}")
-        _ = (self.reconstruction, self.model_config)  # building them validates their fields
-        allowed = AUXILIARY_TERMS[self.model]
-        for name, weight in self.auxiliary_weights.items():
-            if name not in allowed:
-                raise ValueError(f"auxiliary_weights: {name!r} is not a term of model {self.model!r}; allowed values: {', '.join(allowed)}")
-            if not isinstance(weight, int | float):
-                raise ValueError(f"auxiliary_weights.{name}: {weight!r} is not a number")
-        if self.beta < 0 or self.beta_warmup_steps < 0:
-            raise ValueError(f"beta ({self.beta}) and beta_warmup_steps ({self.beta_warmup_steps}) must be >= 0")
-        check_positive_counts(
-            self,
-            (
-                "steps",
-                "batch_size",
-                "eval_every",
-                "checkpoint_every",
-                "log_every",
-                "eval_prompts_per_code",
-                "d_model",
-                "n_layer",
-                "n_head",
-                "encoder_layers",
-            ),
-        )
-        for name in ("lr", "warm_decoder_lr_factor", "grad_clip"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name}: {getattr(self, name)} is not allowed; it must be > 0")
-        for name in ("weight_decay", "warmup_steps"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}: {getattr(self, name)} is not allowed; it must be >= 0")
-        if not DEVICE.fullmatch(self.device):
-            raise ValueError(f"device: {self.device!r} is not allowed; allowed values: {DEVICES}")
+        check_choice("controls", self.controls, CONTROLS)
+        check_minimum(self, ("beta", "beta_warmup_steps"), strict=False)
 
     def control_factors(self, mean_train_tokens: float) -> tuple[float, float]:
         """(reconstruction multiplier, beta multiplier) of the selected control."""
         return (mean_train_tokens if self.controls == "scale" else 1.0, mean_train_tokens if self.controls == "balance" else 1.0)
 
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The CVAE family, its decoder's size, and each family's latent settings (settings both share take one flag)."""
+
+    model: str = setting("shared_discrete", "CVAE family", choices=MODEL_NAMES)
+    d_model: int = setting(64, "transformer width of decoder and encoder")
+    n_layer: int = setting(2, "decoder layers")
+    n_head: int = setting(4, "attention heads")
+    shared_discrete: DiscreteCVAEConfig = nested(DiscreteCVAEConfig)
+    continuous: ContinuousCVAEConfig = nested(ContinuousCVAEConfig)
+
+    def __post_init__(self) -> None:
+        check_field_types(self)
+        check_choice("model", self.model, MODEL_NAMES)
+        check_positive_counts(self, ("d_model", "n_layer", "n_head"))
+
+    @property
+    def latent(self) -> DiscreteCVAEConfig | ContinuousCVAEConfig:
+        """The chosen family's latent settings (a field named after the family, of its registered config class)."""
+        return getattr(self, self.model)
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    seed: int = setting(0, "seed of the initial weights, the batch order and every sampled latent")
+    steps: int = setting(600, "optimisation steps")
+    batch_size: int = setting(64, "examples per training batch")
+    batching: str = setting(
+        "random", "training batches; bucketed pads less but makes batch-marginal terms see one length range", choices=BATCHING
+    )
+    lr: float = setting(2e-3, "peak learning rate of the warmup-cosine schedule")
+    warm_decoder_lr_factor: float = setting(
+        1.0,
+        "with --init-decoder: the pretrained decoder weights learn at lr x this factor (the router and the latent "
+        "projection at lr), so fine-tuning does not first undo what the z-free model learned",
+    )
+    weight_decay: float = setting(0.01, "AdamW weight decay")
+    warmup_steps: int = setting(50, "linear learning-rate warmup steps")
+    grad_clip: float = setting(1.0, "gradient-norm clip")
+
+    def __post_init__(self) -> None:
+        check_field_types(self)
+        check_choice("batching", self.batching, BATCHING)
+        check_positive_counts(self, ("steps", "batch_size"))
+        check_minimum(self, ("lr", "warm_decoder_lr_factor", "grad_clip"), strict=True)
+        check_minimum(self, ("weight_decay", "warmup_steps"), strict=False)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Inputs, output and bookkeeping: where the run reads and writes, how often it reports, on which device."""
+
+    train_records: str = setting(help="train split records parquet")
+    val_records: str = setting(help="validation split records parquet")
+    test_records: str = setting(help="test split records parquet (evaluation only)")
+    train_scores: str = setting(help="z-free scores b_{i,t} of the train split")
+    val_scores: str = setting(help="z-free scores of the validation split; must be the ones the reference was built from")
+    reference: str = setting(help="c_base artifact (reference/{mode}.json) built in the run's own aggregation mode")
+    run_dir: str = setting(help="output folder of this run")
+    init_decoder: str = setting(
+        "",
+        "z-free checkpoint (results/zfree/model.pt) whose weights start the CVAE decoder: a warm start; "
+        "only the latent's input projection starts random. Empty: random initialisation",
+    )
+    eval_every: int = setting(100, "steps between validation points of the learning curves")
+    checkpoint_every: int = setting(100, "steps between resume checkpoints")
+    log_every: int = setting(50, "steps between progress lines")
+    eval_prompts_per_code: int = setting(32, "test evaluation: sampled prompts per code")
+    device: str = setting("cpu", "cpu, auto (cuda when available, else cpu with a notice), cuda, cuda:N or mps")
+
+    def __post_init__(self) -> None:
+        check_field_types(self)
+        check_positive_counts(self, ("eval_every", "checkpoint_every", "log_every", "eval_prompts_per_code"))
+        if not DEVICE.fullmatch(self.device):
+            raise ValueError(f"device: {self.device!r} is not allowed; allowed values: {DEVICES}")
+
+    @property
+    def path(self) -> Path:
+        return Path(self.run_dir)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    reconstruction: ReconstructionConfig = nested(ReconstructionConfig)
+    objective: ObjectiveConfig = nested(ObjectiveConfig)
+    model: ModelConfig = nested(ModelConfig)
+    optim: OptimConfig = nested(OptimConfig)
+    run: RunConfig = nested(RunConfig)
+
+    def __post_init__(self) -> None:
+        """The checks across groups; each group checked its own fields when it was built."""
+        allowed = AUXILIARY_TERMS[self.model.model]
+        for name in self.objective.auxiliary_weights:
+            if name not in allowed:
+                raise ValueError(
+                    f"auxiliary_weights: {name!r} is not a term of model {self.model.model!r}; allowed values: {', '.join(allowed)}"
+                )
+
+    @classmethod
+    def from_flat(cls, values: Mapping) -> TrainConfig:
+        """The one way a run's settings are built: from {setting: value}; an unknown setting is refused by name."""
+        unknown = sorted(set(values) - set(SETTING_NAMES))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a trainer setting; allowed: {', '.join(SETTING_NAMES)}")
+        return settings_from_flat(cls, values)
+
     @property
     def mode(self) -> AggregationMode:
         return self.reconstruction.mode
 
-    @property
-    def reconstruction(self) -> ReconstructionConfig:
-        return ReconstructionConfig(
-            term=self.reconstruction_term,
-            reconstruction_loss_token_aggregation_mode=self.reconstruction_loss_token_aggregation_mode,
-            token_weight_alpha=self.token_weight_alpha,
-            epsilon=self.epsilon,
-            hybrid_coefficients=self.hybrid_coefficients,
-            reconstruction_scale=self.reconstruction_scale,
-        )
-
-    @property
-    def model_config(self) -> DiscreteCVAEConfig | ContinuousCVAEConfig:
-        if self.model == "shared_discrete":
-            return DiscreteCVAEConfig(
-                num_codes=self.num_codes,
-                prior=self.prior,
-                estimator=self.estimator,
-                gumbel_samples=self.gumbel_samples,
-                gumbel_temperature=self.gumbel_temperature,
-                encoder_layers=self.encoder_layers,
-                length_groups=self.length_groups,
-            )
-        return ContinuousCVAEConfig(
-            latent_dim=self.latent_dim,
-            prior=self.prior,
-            samples=self.latent_samples,
-            encoder_layers=self.encoder_layers,
-            length_groups=self.length_groups,
-        )
-
-    @property
-    def run_path(self) -> Path:
-        return Path(self.run_dir)
-
     def to_dict(self) -> dict:
-        return asdict(self)
+        """run_config.json: the groups as nested mappings, the model with only its own family's latent settings."""
+        groups = asdict(self)
+        groups["reconstruction"]["reconstruction_loss_token_aggregation_mode"] = self.mode.value
+        model = groups["model"]
+        model["latent"] = model.pop(self.model.model)
+        for name in MODEL_NAMES:
+            model.pop(name, None)
+        return groups
+
+    def flat(self) -> dict:
+        return flat_values(self)
+
+    def with_settings(self, **changes) -> TrainConfig:
+        """A copy with some settings (by their flat names) changed, checked like any other."""
+        return TrainConfig.from_flat({**self.flat(), **changes})
 
     def training_settings(self) -> dict:
         """Every setting that decides the trained weights: a resumed run must match these exactly.
@@ -171,7 +196,10 @@ class TrainConfig:
         The input files are left out by path and compared by content instead (resume.pt keeps their sha256), so a
         moved results folder still resumes and a rebuilt input at the same path does not.
         """
-        settings = self.to_dict()
+        settings = {name: str(value) if isinstance(value, AggregationMode) else value for name, value in self.flat().items()}
         for name in (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every"):
             settings.pop(name)
         return settings
+
+
+SETTING_NAMES = tuple(dict.fromkeys(name for name, _ in flat_fields(TrainConfig)))

@@ -26,11 +26,13 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from argparse import ArgumentTypeError
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, TOKEN_WEIGHTED_TERMS, parse_aggregation_mode
-from experiments.synthetic_sequences.disentangled.config import CONTROLS, INPUT_PATHS, TrainConfig
+from core.disentanglement.cli import format_pairs, parse_pairs
+from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, parse_aggregation_mode
+from experiments.synthetic_sequences.disentangled.config import CONTROLS, INPUT_PATHS, SETTING_NAMES, TrainConfig
 
 # the required paths of a run (init_decoder is optional: "" starts from random weights)
 PATH_FIELDS = (*(name for name in INPUT_PATHS if name != "init_decoder"), "run_dir")
@@ -46,7 +48,7 @@ GRID_FIELDS = PATH_FIELDS + (
     "hybrid_coefficients",
     "init_decoder",
 )
-SETTABLE_FIELDS = tuple(f for f in TrainConfig.__dataclass_fields__ if f not in GRID_FIELDS)
+SETTABLE_FIELDS = tuple(name for name in SETTING_NAMES if name not in GRID_FIELDS)
 
 # a run directory: what a finished run holds (metadata.json is written last and marks it finished), and the state an
 # unfinished one leaves to resume from
@@ -129,13 +131,15 @@ class RunSpec:
 
     def train_config(self, **paths: str) -> TrainConfig:
         """The full trainer config of this run (paths default to placeholders, for validation)."""
-        return TrainConfig(
-            **{name: paths.get(name, "-") for name in PATH_FIELDS},
-            reconstruction_term=self.term,
-            reconstruction_loss_token_aggregation_mode=self.mode,
-            token_weight_alpha=self.alpha,
-            seed=self.seed,
-            **self.family_arguments(),
+        return TrainConfig.from_flat(
+            {
+                **{name: paths.get(name, "-") for name in PATH_FIELDS},
+                "reconstruction_term": self.term,
+                "reconstruction_loss_token_aggregation_mode": self.mode,
+                "token_weight_alpha": self.alpha,
+                "seed": self.seed,
+                **self.family_arguments(),
+            }
         )
 
 
@@ -148,7 +152,7 @@ def cli_arguments(arguments: Mapping) -> str:
     parts = []
     for name, value in arguments.items():
         if isinstance(value, Mapping):
-            values = [",".join(f"{k}={v}" for k, v in value.items())]
+            values = [format_pairs(value)]
         elif isinstance(value, list | tuple):
             values = [str(item) for item in value]
         else:
@@ -166,77 +170,79 @@ def parse_run_path(path: str) -> dict:
     return {"family": parts[-3], "term": term, "mode": mode, "alpha": alpha, "seed": int(parts[-1][4:])}
 
 
+def check_family(families: Mapping[str, Mapping], family: str) -> None:
+    """The family-level rules: its name, seeds, controls and their main family, and the names of its settings."""
+    spec, where = families[family], f"families.{family}"
+    if not FAMILY_NAME.match(family):
+        raise GridError(f"{where}: family names use letters, digits and '-' (no '_' or '/'), got {family!r}")
+    seeds = spec.get("seeds") or []
+    if not seeds:
+        raise GridError(f"{where}.seeds: a family needs at least one seed")
+    if len(set(seeds)) != len(seeds):
+        raise GridError(f"{where}.seeds: {seeds} repeats a seed")
+    controls = spec.get("controls", "none")
+    if controls not in CONTROLS:
+        raise GridError(f"{where}.controls: {controls!r} is not allowed; allowed values: {', '.join(CONTROLS)}")
+    parent = spec.get("control_of")
+    if (controls == "none") != (parent is None):
+        raise GridError(f"{where}.control_of: a family with controls {controls!r} {'needs' if parent is None else 'takes no'} control_of")
+    if parent is not None and (parent not in families or families[parent].get("controls", "none") != "none"):
+        raise GridError(f"{where}.control_of: {parent!r} is not a family without controls; families: {', '.join(families)}")
+    unknown = sorted(set(spec.get("settings", {})) - set(SETTABLE_FIELDS))
+    if unknown:
+        raise GridError(f"{where}.settings: {unknown} are not trainer settings; allowed: {', '.join(SETTABLE_FIELDS)}")
+
+
+def family_runs(family: str, spec: Mapping) -> Iterator[tuple[str, RunSpec]]:
+    """(where, run) for every run of one checked family; each run's full trainer config is validated on the way."""
+    controls = spec.get("controls", "none")
+    for i, run in enumerate(spec.get("runs") or []):
+        where = f"families.{family}.runs[{i}]"
+        if run["term"] not in OPTIMISABLE_TERMS:
+            raise GridError(f"{where}.term: {run['term']!r} is not allowed; allowed values: {', '.join(OPTIMISABLE_TERMS)}")
+        if run["term"] == "hybrid" and not spec.get("hybrid"):
+            raise GridError(f"families.{family}.hybrid: runs[{i}] uses term 'hybrid' but the family sets no hybrid coefficients")
+        for mode in run["modes"]:
+            try:
+                parse_aggregation_mode(mode, f"{where}.modes")
+            except ValueError as err:
+                raise GridError(str(err)) from err
+            if controls in CONTROL_MODE and mode != CONTROL_MODE[controls]:
+                raise GridError(f"{where}.modes: a {controls!r} control family runs mode {CONTROL_MODE[controls]!r} only, got {mode!r}")
+            for seed in spec["seeds"]:
+                run_spec = RunSpec(
+                    family=family,
+                    model=spec["model"],
+                    term=run["term"],
+                    mode=mode,
+                    alpha=float(run.get("alpha", 0.0)),
+                    seed=int(seed),
+                    beta=float(spec.get("beta", 1.0)),
+                    controls=controls,
+                    warm_start=bool(spec.get("warm_start", False)),
+                    settings=dict(spec.get("settings", {})),
+                    hybrid=dict(spec.get("hybrid", {})),
+                )
+                try:
+                    run_spec.train_config()  # the one validation of every setting, alpha on its term included
+                except (TypeError, ValueError) as err:
+                    raise GridError(f"families.{family}: {err} (in runs[{i}])") from err
+                yield where, run_spec
+
+
 def expand_grid(families: Mapping[str, Mapping]) -> list[RunSpec]:
     """Every run of the config, in config order; raises GridError for anything ill-formed, before any job runs."""
     if not families:
         raise GridError("families: the config defines no family; at least one is needed")
     specs: list[RunSpec] = []
     seen: dict[str, str] = {}
-    for family, spec in families.items():
-        where = f"families.{family}"
-        if not FAMILY_NAME.match(family):
-            raise GridError(f"{where}: family names use letters, digits and '-' (no '_' or '/'), got {family!r}")
-        seeds = spec.get("seeds") or []
-        if not seeds:
-            raise GridError(f"{where}.seeds: a family needs at least one seed")
-        if len(set(seeds)) != len(seeds):
-            raise GridError(f"{where}.seeds: {seeds} repeats a seed")
-        controls = spec.get("controls", "none")
-        if controls not in CONTROLS:
-            raise GridError(f"{where}.controls: {controls!r} is not allowed; allowed values: {', '.join(CONTROLS)}")
-        parent = spec.get("control_of")
-        if (controls == "none") != (parent is None):
-            raise GridError(
-                f"{where}.control_of: a family with controls {controls!r} {'needs' if parent is None else 'takes no'} control_of"
-            )
-        if parent is not None and (parent not in families or families[parent].get("controls", "none") != "none"):
-            raise GridError(f"{where}.control_of: {parent!r} is not a family without controls; families: {', '.join(families)}")
-        unknown = sorted(set(spec.get("settings", {})) - set(SETTABLE_FIELDS))
-        if unknown:
-            raise GridError(f"{where}.settings: {unknown} are not trainer settings; allowed: {', '.join(SETTABLE_FIELDS)}")
-        for i, run in enumerate(spec.get("runs") or []):
-            term, alpha = run["term"], float(run.get("alpha", 0.0))
-            if term not in OPTIMISABLE_TERMS:
-                raise GridError(f"{where}.runs[{i}].term: {term!r} is not allowed; allowed values: {', '.join(OPTIMISABLE_TERMS)}")
-            weighted = term in TOKEN_WEIGHTED_TERMS or (term == "hybrid" and any(t in TOKEN_WEIGHTED_TERMS for t in spec.get("hybrid", {})))
-            if alpha > 0 and not weighted:
-                raise GridError(
-                    f"{where}.runs[{i}].alpha: {alpha} on term {term!r}, which has no token weights; "
-                    f"alpha > 0 is allowed only for {', '.join(sorted(TOKEN_WEIGHTED_TERMS))} (or a hybrid containing one)"
-                )
-            if term == "hybrid" and not spec.get("hybrid"):
-                raise GridError(f"{where}.hybrid: runs[{i}] uses term 'hybrid' but the family sets no hybrid coefficients")
-            for mode in run["modes"]:
-                try:
-                    parse_aggregation_mode(mode, f"{where}.runs[{i}].modes")
-                except ValueError as err:
-                    raise GridError(str(err)) from err
-                if controls in CONTROL_MODE and mode != CONTROL_MODE[controls]:
-                    raise GridError(
-                        f"{where}.runs[{i}].modes: a {controls!r} control family runs mode {CONTROL_MODE[controls]!r} only, got {mode!r}"
-                    )
-                for seed in seeds:
-                    run_spec = RunSpec(
-                        family=family,
-                        model=spec["model"],
-                        term=term,
-                        mode=mode,
-                        alpha=alpha,
-                        seed=int(seed),
-                        beta=float(spec.get("beta", 1.0)),
-                        controls=controls,
-                        warm_start=bool(spec.get("warm_start", False)),
-                        settings=dict(spec.get("settings", {})),
-                        hybrid=dict(spec.get("hybrid", {})),
-                    )
-                    try:
-                        run_spec.train_config()
-                    except (TypeError, ValueError) as err:
-                        raise GridError(f"{where}: {err}") from err
-                    if run_spec.path in seen:
-                        raise GridError(f"{where}.runs[{i}]: duplicate run key {run_spec.path} (also from {seen[run_spec.path]})")
-                    seen[run_spec.path] = f"{where}.runs[{i}]"
-                    specs.append(run_spec)
+    for family in families:
+        check_family(families, family)
+        for where, run_spec in family_runs(family, families[family]):
+            if run_spec.path in seen:
+                raise GridError(f"{where}: duplicate run key {run_spec.path} (also from {seen[run_spec.path]})")
+            seen[run_spec.path] = where
+            specs.append(run_spec)
     return specs
 
 
@@ -251,10 +257,7 @@ def control_families(families: Mapping[str, Mapping]) -> dict[str, str]:
 
 def parse_control_of(text: str) -> dict[str, str]:
     """'fam-scale=fam,fam-balance=fam' (the tables' and plots' --control-of) -> {control family: main family}."""
-    pairs = {}
-    for item in filter(None, text.split(",")):
-        control, sep, parent = item.partition("=")
-        if not sep or not control or not parent:
-            raise GridError(f"--control-of: {item!r} is not control_family=main_family")
-        pairs[control] = parent
-    return pairs
+    try:
+        return parse_pairs(text, str, what="control_family=main_family")
+    except ArgumentTypeError as err:
+        raise GridError(f"--control-of: {err}") from err

@@ -8,13 +8,14 @@ that names the file and the field.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
-from core.disentanglement.records import RecordsError, read_records
+from core.disentanglement.records import Records, RecordsError, read_records
 from core.disentanglement.reference import read_reference
 from core.disentanglement.scores import check_scores_of, read_scores
 from experiments.synthetic_sequences.disentangled.config import INPUT_PATHS, TrainConfig
@@ -25,7 +26,7 @@ SCORED_SPLITS = ("train", "val")
 
 def input_hashes(config: TrainConfig) -> dict[str, str]:
     """sha256 of every input file the run was given: what its metadata records and what a resume must match."""
-    return {name: sha256_file(getattr(config, name)) for name in INPUT_PATHS if getattr(config, name)}
+    return {name: sha256_file(getattr(config.run, name)) for name in INPUT_PATHS if getattr(config.run, name)}
 
 
 def check_one_checkpoint(scores: dict) -> None:
@@ -43,26 +44,38 @@ def check_one_checkpoint(scores: dict) -> None:
         )
 
 
-def load_inputs(config: TrainConfig) -> dict:
+@dataclass(frozen=True)
+class RunInputs:
+    reference: dict  # the checked c_base artifact
+    records: dict[str, Records]  # by split
+    batchers: dict[str, RecordBatcher]
+    base: dict[str, tuple[torch.Tensor, torch.Tensor]]  # scored split -> z-free NLL b [N, T] and its mask
+
+    @property
+    def mean_train_tokens(self) -> float:
+        return float(self.records["train"].frame["y_length"].mean())
+
+
+def load_inputs(config: TrainConfig) -> RunInputs:
     """Every input, read and checked; raises (FileNotFoundError, ValueError) before the run directory is touched."""
     for name in INPUT_PATHS:
-        if getattr(config, name) and not Path(getattr(config, name)).is_file():
-            raise FileNotFoundError(f"{name}: {getattr(config, name)} does not exist")
-    splits = {split: read_records(getattr(config, f"{split}_records")) for split in SPLITS}
+        if getattr(config.run, name) and not Path(getattr(config.run, name)).is_file():
+            raise FileNotFoundError(f"{name}: {getattr(config.run, name)} does not exist")
+    splits = {split: read_records(getattr(config.run, f"{split}_records")) for split in SPLITS}
     for split, records in splits.items():
         if records.split != split:
             raise RecordsError(f"records file {records.path}: split is {records.split!r}, but it was given as the {split!r} split")
         if records.vocab != splits["train"].vocab:
             raise RecordsError(f"records file {records.path}: vocab differs from that of {splits['train'].path}")
-    scores = {split: read_scores(getattr(config, f"{split}_scores")) for split in SCORED_SPLITS}
+    scores = {split: read_scores(getattr(config.run, f"{split}_scores")) for split in SCORED_SPLITS}
     for split in SCORED_SPLITS:
         check_scores_of(scores[split], splits[split], split)
     check_one_checkpoint(scores)
-    reference = read_reference(config.reference, mode=config.mode, scores_path=config.val_scores)
+    reference = read_reference(config.run.reference, mode=config.mode, scores_path=config.run.val_scores)
     special = SpecialTokens.from_vocab(splits["train"].vocab)
-    return {
-        "reference": reference,
-        "records": splits,
-        "batchers": {split: RecordBatcher(records.frame, special) for split, records in splits.items()},
-        "base": {split: scores[split].padded(dtype=torch.float32) for split in SCORED_SPLITS},  # b [N, T] and mask
-    }
+    return RunInputs(
+        reference=reference,
+        records=splits,
+        batchers={split: RecordBatcher(records.frame, special) for split, records in splits.items()},
+        base={split: scores[split].padded(dtype=torch.float32) for split in SCORED_SPLITS},
+    )

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from argparse import ArgumentTypeError
 
+from core.disentanglement.cli import parse_pairs
 from experiments.synthetic_sequences.disentangled.grid import GridError, parse_run_path
 
 
@@ -59,7 +61,10 @@ def runs_of_slurm_job(comment: str, command: str = "") -> list[dict]:
 
 def parse_target_job(wildcards: str) -> dict:
     """'family=f,term=t,mode=m,alpha=a,seed=s' (one --target-jobs entry of train_run) -> the run's parameters."""
-    values = dict(item.partition("=")[::2] for item in wildcards.split(","))
+    try:
+        values = parse_pairs(wildcards, str, what="wildcard=value")
+    except ArgumentTypeError as err:
+        raise GridError(f"target job train_run:{wildcards}: {err}") from err
     if sorted(values) != sorted(RUN_WILDCARDS):
         raise GridError(f"target job train_run:{wildcards} does not name exactly {', '.join(RUN_WILDCARDS)}")
     return run_parameters(values)

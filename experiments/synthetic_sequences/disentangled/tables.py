@@ -118,10 +118,9 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     # only the validation rows are parsed: a run logs a train row per step, and parsing them dominated extraction
     validation = parse_json("[" + ",".join(validation_lines(files["metrics.jsonl"].decode())) + "]", run_dir / "metrics.jsonl")
     params = parse_run_path(str(run_dir))
-    if run_config["reconstruction_loss_token_aggregation_mode"] != params["mode"]:
-        raise ValueError(
-            f"{run_dir}: run_config mode {run_config['reconstruction_loss_token_aggregation_mode']!r} disagrees with the run key"
-        )
+    run_mode = run_config["reconstruction"]["reconstruction_loss_token_aggregation_mode"]
+    if run_mode != params["mode"]:
+        raise ValueError(f"{run_dir}: run_config mode {run_mode!r} disagrees with the run key")
     if not validation:
         raise ValueError(f"{run_dir}/metrics.jsonl has no validation rows; a finished run has at least one")
 
@@ -154,12 +153,12 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     resolved = metadata["resolved"]
     run = {
         "family": params["family"],
-        "model": run_config["model"],
+        "model": run_config["model"]["model"],
         "controls": resolved["controls"],
         **{column: params[column] for column in ("term", "mode", "alpha", "seed")},
         "beta": resolved["beta"],
         "reconstruction_scale": resolved["reconstruction_scale"],
-        "warm_start": bool(run_config.get("init_decoder")),
+        "warm_start": bool(run_config["run"]["init_decoder"]),
     }
     metric, scope, step, value = zip(*records, strict=True)
     columns = {column: [v] * len(records) for column, v in run.items()}

@@ -10,40 +10,44 @@ entropy, inter-latent divergence) takes a negative weight.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import torch
 
 from core.disentanglement.config import RECONSTRUCTION_TERMS, ReconstructionConfig
 from core.disentanglement.cvae_output import CVAEOutput
 from core.disentanglement.losses import hybrid_term, reconstruction_terms
+from core.disentanglement.training import optimisation_step
 
 # per-batch extremes of the reconstruction family's inputs, logged like the token counts' min and max
 BATCH_EXTREMES = ("base_aggregate_min", "kappa_min", "kappa_max", "eta_min", "eta_max")
 
 
-class NonFiniteLoss(FloatingPointError):
-    """The objective became NaN or inf; training stops and the last good checkpoint is kept."""
+@dataclass(frozen=True)
+class Objective:
+    """The run's loss, resolved: the reconstruction settings with the control's scale applied, the reference scale
+    c_base^a, the KL weight of the current step and the auxiliary weights."""
+
+    reconstruction: ReconstructionConfig
+    c_base: float
+    beta: float
+    auxiliary_weights: Mapping[str, float]
+
+    def with_beta(self, beta: float) -> Objective:
+        return replace(self, beta=beta)
 
 
-def objective(
-    output: CVAEOutput,
-    base_nll: torch.Tensor,
-    mask: torch.Tensor,
-    *,
-    reconstruction: ReconstructionConfig,
-    c_base: float,
-    beta: float,
-    auxiliary_weights: dict[str, float],
-) -> tuple[torch.Tensor, dict[str, float]]:
+def objective(output: CVAEOutput, base_nll: torch.Tensor, mask: torch.Tensor, spec: Objective) -> tuple[torch.Tensor, dict[str, float]]:
     """The scalar loss and its logged parts (plain floats)."""
+    reconstruction, beta, auxiliary_weights = spec.reconstruction, spec.beta, spec.auxiliary_weights
     terms = reconstruction_terms(
         output.token_nll,
         base_nll,
         mask,
         mode=reconstruction.mode,
         alpha=reconstruction.token_weight_alpha,
-        c_base=c_base,
+        c_base=spec.c_base,
         epsilon=reconstruction.epsilon,
         sample_weights=output.sample_weights,
     )
@@ -73,14 +77,10 @@ def objective(
     return loss, metrics
 
 
-def train_step(model, optimizer, batch, base_nll, *, generator, grad_clip: float, **objective_settings) -> dict[str, float]:
-    """Forward, objective, backward and an optimiser step; raises NonFiniteLoss before touching the weights."""
+def train_step(model, optimizer, batch, base_nll, *, generator, grad_clip: float, spec: Objective) -> dict[str, float]:
+    """One step outside the training loop (benchmarks, tests): forward, objective, then the loop's own optimiser
+    step, which raises NonFiniteLoss before touching the weights."""
     model.train()
-    loss, metrics = objective(model(batch, generator), base_nll, batch.mask, **objective_settings)
-    if not math.isfinite(metrics["loss"]):
-        raise NonFiniteLoss(f"loss is {metrics['loss']} (reconstruction {metrics['reconstruction_objective']}, kl {metrics['kl']})")
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    metrics["grad_norm"] = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip).item()
-    optimizer.step()
+    loss, metrics = objective(model(batch, generator), base_nll, batch.mask, spec)
+    metrics["grad_norm"] = optimisation_step(model.parameters(), optimizer, loss, metrics, grad_clip)
     return metrics

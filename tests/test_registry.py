@@ -1,0 +1,74 @@
+"""The term and model registries are the one source: the schema, the rules, the CLI and the docs agree with them."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+from core.disentanglement import losses
+from core.disentanglement.config import AGGREGATION_MODES, NORMALISED_TERMS, OPTIMISABLE_TERMS, RECONSTRUCTION_TERMS, TOKEN_WEIGHTED_TERMS
+from core.disentanglement.registry import HYBRID, MODELS, TERMS
+from experiments.synthetic_sequences.disentangled.config import CONTROLS, ModelConfig, TrainConfig
+from experiments.synthetic_sequences.disentangled.grid import SETTABLE_FIELDS
+from experiments.synthetic_sequences.disentangled.train_disentangled import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = yaml.safe_load((ROOT / "config" / "schema" / "config.schema.yaml").read_text())
+FAMILY = SCHEMA["properties"]["families"]["additionalProperties"]["properties"]
+
+
+def test_term_lists_are_built_from_the_registry():
+    assert RECONSTRUCTION_TERMS == ("raw", "dist", "ex", "tok", "tokcc", "tokinv")
+    assert OPTIMISABLE_TERMS == (*RECONSTRUCTION_TERMS, HYBRID)
+    assert TOKEN_WEIGHTED_TERMS == {"tok", "tokcc", "tokinv"}
+    assert NORMALISED_TERMS == {"dist", "ex", "tokcc", "tokinv"}
+    assert all("_" not in name for name in OPTIMISABLE_TERMS)  # a run key term_mode_alpha must parse back
+
+
+def test_the_schema_enums_are_the_registries():
+    assert FAMILY["model"]["enum"] == list(MODELS)
+    assert FAMILY["controls"]["enum"] == list(CONTROLS)
+    assert FAMILY["hybrid"]["propertyNames"]["enum"] == list(TERMS)
+    run = FAMILY["runs"]["items"]["properties"]
+    assert run["term"]["enum"] == list(OPTIMISABLE_TERMS)
+    assert run["modes"]["items"]["enum"] == list(AGGREGATION_MODES)
+    assert FAMILY["settings"]["propertyNames"]["enum"] == list(SETTABLE_FIELDS)
+
+
+def test_the_trainer_cli_offers_the_registries_as_choices():
+    actions = {action.dest: action for action in build_parser()._actions}
+    assert actions["reconstruction_term"].choices == OPTIMISABLE_TERMS
+    assert actions["reconstruction_loss_token_aggregation_mode"].choices == AGGREGATION_MODES
+    assert actions["model"].choices == tuple(MODELS)
+    assert actions["controls"].choices == CONTROLS
+    assert all(action.help for name, action in actions.items() if name != "help"), "every flag has its help text"
+
+
+def test_the_rules_take_their_wildcard_constraints_from_the_registries():
+    for rule in ("train.smk", "reference.smk"):
+        text = (ROOT / "rules" / rule).read_text()
+        assert "mode=MODE_PATTERN" in text and not re.search(r'mode="mean', text)
+    assert "term=TERM_PATTERN" in (ROOT / "rules" / "train.smk").read_text()
+
+
+def test_each_model_family_has_its_registered_latent_settings():
+    defaults = ModelConfig()
+    for name, model in MODELS.items():
+        assert type(getattr(defaults, name)) is model.config_class
+    shared = {"prior", "encoder_layers", "length_groups"}  # one flag each, so both families must default alike
+    assert {getattr(defaults.shared_discrete, f) for f in shared} == {getattr(defaults.continuous, f) for f in shared}
+
+
+def test_one_flag_per_setting_and_the_glossary_holds_every_term():
+    names = [action.dest for action in build_parser()._actions]
+    assert len(names) == len(set(names))
+    config = TrainConfig.from_flat(
+        {
+            **dict.fromkeys(("train_records", "val_records", "test_records"), "r"),
+            **dict.fromkeys(("train_scores", "val_scores", "reference", "run_dir"), "s"),
+        }
+    )
+    assert TrainConfig.from_flat(config.flat()) == config  # the flat mapping round-trips
+    for name, term in TERMS.items():
+        assert re.search(rf"^\s+{name}\s+{re.escape(term.formula)}", losses.__doc__, re.MULTILINE), name
+        assert f"`{name}`" in (ROOT / "README.md").read_text(), f"README glossary lacks {name}"
