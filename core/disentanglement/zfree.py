@@ -78,7 +78,9 @@ def mean_token_nll(model: Decoder, batcher: RecordBatcher, batch_size: int = 256
 class ZFreeTask:
     """The z-free model's part of the training loop: maximum-likelihood token NLL, a val NLL row per evaluation."""
 
-    def __init__(self, model: Decoder, train_batcher: RecordBatcher, val_batcher: RecordBatcher, loop: TrainingLoop, config):
+    def __init__(
+        self, model: Decoder, train_batcher: RecordBatcher, val_batcher: RecordBatcher, loop: TrainingLoop, config: ZFreeTrainConfig
+    ):
         self.model, self.train_batcher, self.val_batcher, self.loop = model, train_batcher, val_batcher, loop
         rng = np.random.default_rng(config.seed)
         self.batches = itertools.chain.from_iterable(train_batcher.epoch(config.batch_size, rng) for _ in itertools.count())
@@ -109,7 +111,7 @@ class ZFreeTask:
         return f"train_nll {row['train_nll']:.4f} val_nll {row['val_nll']:.4f} ({row['tokens_per_s']:.0f} tok/s)"
 
     def after(self, step: int) -> None:
-        pass
+        """No resume state: a z-free training takes seconds to minutes and an interrupted one starts over."""
 
 
 def train_zfree(train_path: str | Path, val_path: str | Path, checkpoint_path: str | Path, config: ZFreeTrainConfig, log_path=None) -> dict:
