@@ -275,6 +275,19 @@ def test_extraction_refuses_a_directory_mixing_two_runs(finished_run, tmp_path):
     assert not (tmp_path / "m.parquet").exists()
 
 
+def test_extraction_refuses_a_run_config_of_the_older_flat_layout(finished_run, tmp_path):
+    old = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    shutil.copytree(finished_run, old)
+    flat = {"model": "shared_discrete", "reconstruction_loss_token_aggregation_mode": "mean", "init_decoder": ""}
+    (old / "run_config.json").write_text(json.dumps(flat))
+    metadata = json.loads((old / "metadata.json").read_text())
+    metadata["outputs_sha256"]["run_config.json"] = sha256_file(old / "run_config.json")  # consistent, so only the layout is wrong
+    (old / "metadata.json").write_text(json.dumps(metadata))
+    with pytest.raises(SystemExit, match=r"lacks the settings group\(s\) reconstruction, model, run: it was written by an older trainer"):
+        tables_main(["extract", "--run-dir", str(old), "--out", str(tmp_path / "m.parquet")])
+    assert not (tmp_path / "m.parquet").exists()
+
+
 def test_extraction_refuses_a_directory_not_marked_finished(finished_run, tmp_path):
     unfinished = tmp_path / "fam" / "raw_mean_0" / "seed0"
     shutil.copytree(finished_run, unfinished)

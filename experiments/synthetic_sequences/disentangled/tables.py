@@ -52,6 +52,7 @@ HEADLINE = [
     "recon_nll_per_token",
     "converged",
 ]
+RUN_CONFIG_GROUPS = ("reconstruction", "model", "run")  # the groups of run_config.json that extraction reads
 EXTRACTED = ("metadata.json", "eval.json", "run_config.json", "metrics.jsonl")  # the run files extraction reads
 VALIDATION_ROW = '{"split": "val"'  # how the trainer's write_jsonl starts a validation row
 
@@ -118,6 +119,12 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     # only the validation rows are parsed: a run logs a train row per step, and parsing them dominated extraction
     validation = parse_json("[" + ",".join(validation_lines(files["metrics.jsonl"].decode())) + "]", run_dir / "metrics.jsonl")
     params = parse_run_path(str(run_dir))
+    missing = [group for group in RUN_CONFIG_GROUPS if not isinstance(run_config.get(group), dict)]
+    if missing:
+        raise ValueError(
+            f"{run_dir}/run_config.json lacks the settings group(s) {', '.join(missing)}: it was written by an older trainer "
+            "with flat settings; train the run again"
+        )
     run_mode = run_config["reconstruction"]["reconstruction_loss_token_aggregation_mode"]
     if run_mode != params["mode"]:
         raise ValueError(f"{run_dir}: run_config mode {run_mode!r} disagrees with the run key")
