@@ -7,7 +7,8 @@ import pytest
 
 from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.disentangled.curves import MI_FLOOR, convergence, last_quarter_change, train_diagnostics
-from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table, validation_lines
+from experiments.synthetic_sequences.disentangled.run_files import validation_lines
+from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table
 
 
 def curve(recon, mi, every=100):

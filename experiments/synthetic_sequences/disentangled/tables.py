@@ -20,8 +20,6 @@ aggregate writes, as parquet + CSV (+ Markdown for the small ones):
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +31,14 @@ import pyarrow.parquet as pq
 from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
 from experiments.synthetic_sequences.disentangled.curves import CURVE_METRICS, convergence
-from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS, parse_control_of, parse_run_path
+from experiments.synthetic_sequences.disentangled.grid import parse_control_of, parse_run_path
+from experiments.synthetic_sequences.disentangled.run_files import (
+    parse_json,
+    parse_run_config,
+    read_finished_run,
+    read_json,
+    validation_lines,
+)
 from experiments.synthetic_sequences.disentangled.verdict import markdown, verdict_markdown, verdict_table
 
 RUN_COLUMNS = ["family", "model", "controls", "term", "mode", "alpha", "seed", "beta", "reconstruction_scale", "warm_start"]
@@ -52,9 +57,6 @@ HEADLINE = [
     "recon_nll_per_token",
     "converged",
 ]
-RUN_CONFIG_GROUPS = ("reconstruction", "model", "run")  # the groups of run_config.json that extraction reads
-EXTRACTED = ("metadata.json", "eval.json", "run_config.json", "metrics.jsonl")  # the run files extraction reads
-VALIDATION_ROW = '{"split": "val"'  # how the trainer's write_jsonl starts a validation row
 
 
 def _scalar_items(section: dict, prefix: str = ""):
@@ -65,66 +67,16 @@ def _scalar_items(section: dict, prefix: str = ""):
             yield prefix + name, float(value)
 
 
-def validation_lines(text: str) -> list[str]:
-    """The validation rows of a metrics.jsonl, found by string search: the train rows, one per step, are never
-    split or parsed (they made up nearly all of a run's extraction time)."""
-    lines, start = [], text.find(VALIDATION_ROW)
-    while start != -1:
-        end = text.find("\n", start)
-        lines.append(text[start:] if end == -1 else text[start:end])
-        start = -1 if end == -1 else text.find(VALIDATION_ROW, end)
-    return lines
-
-
-def parse_json(text: str | bytes, path: Path) -> dict:
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} is not valid JSON: {err}") from err
-
-
-def read_json(path: str | Path) -> dict:
-    return parse_json(Path(path).read_text(), Path(path))
-
-
-def read_finished_run(run_dir: Path) -> dict[str, bytes]:
-    """The bytes of the outputs extraction reads; refuses a run directory that is unfinished or holds another run's files.
-
-    The trainer writes metadata.json last, with `finished` and the sha256 of every other output, so a directory
-    mixing one run's eval.json with another's run_config.json is caught here. Each file is read once; model.pt, which
-    extraction does not read, is only required to exist.
-    """
-    if (run_dir / RESUME_FILE).exists():
-        raise ValueError(f"run directory {run_dir} holds {RESUME_FILE}: the run is unfinished or was interrupted")
-    missing = [name for name in RUN_OUTPUTS if not (run_dir / name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"run directory {run_dir} lacks {', '.join(missing)}; is the run finished?")
-    files = {name: (run_dir / name).read_bytes() for name in EXTRACTED}
-    metadata = parse_json(files["metadata.json"], run_dir / "metadata.json")
-    if "finished" not in metadata or "outputs_sha256" not in metadata:
-        raise ValueError(f"{run_dir / 'metadata.json'} has no 'finished' or 'outputs_sha256' field: the run did not finish")
-    for name in EXTRACTED:
-        if name != "metadata.json" and hashlib.sha256(files[name]).hexdigest() != metadata["outputs_sha256"].get(name):
-            raise ValueError(f"{run_dir / name}: sha256 differs from metadata.json's outputs_sha256; it is not this run's {name}")
-    return files
-
-
 def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     """The tidy metrics table of one finished run directory."""
     run_dir = Path(run_dir)
     files = read_finished_run(run_dir)
     metadata = parse_json(files["metadata.json"], run_dir / "metadata.json")
     evaluation = parse_json(files["eval.json"], run_dir / "eval.json")
-    run_config = parse_json(files["run_config.json"], run_dir / "run_config.json")
+    run_config = parse_run_config(files["run_config.json"], run_dir)
     # only the validation rows are parsed: a run logs a train row per step, and parsing them dominated extraction
     validation = parse_json("[" + ",".join(validation_lines(files["metrics.jsonl"].decode())) + "]", run_dir / "metrics.jsonl")
     params = parse_run_path(str(run_dir))
-    missing = [group for group in RUN_CONFIG_GROUPS if not isinstance(run_config.get(group), dict)]
-    if missing:
-        raise ValueError(
-            f"{run_dir}/run_config.json lacks the settings group(s) {', '.join(missing)}: it was written by an older trainer "
-            "with flat settings; train the run again"
-        )
     run_mode = run_config["reconstruction"]["reconstruction_loss_token_aggregation_mode"]
     if run_mode != params["mode"]:
         raise ValueError(f"{run_dir}: run_config mode {run_mode!r} disagrees with the run key")
