@@ -39,7 +39,7 @@ def check_field_types(settings: object) -> None:
     """
     hints = _type_hints(type(settings))
     for f in fields(settings):
-        if hints[f.name] not in FIELD_TYPES or not f.init:
+        if hints[f.name] not in FIELD_TYPES:
             continue
         accepts, described = FIELD_TYPES[hints[f.name]]
         value = getattr(settings, f.name)

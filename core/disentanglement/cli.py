@@ -12,10 +12,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, Field, field, fields
 
 
-def setting(default=MISSING, help: str = "", *, choices=None, flag: str | None = None, factory=MISSING, init: bool = True):
+def setting(default=MISSING, help: str = "", *, choices=None, flag: str | None = None, factory=MISSING):
     """A dataclass field with its CLI help text, allowed values and (when it differs from the field name) flag name."""
     metadata = {"help": help, "choices": tuple(choices) if choices is not None else None, "flag": flag}
-    return field(default=default, default_factory=factory, metadata=metadata, init=init)
+    return field(default=default, default_factory=factory, metadata=metadata)
+
+
+def nested(cls):
+    """A field holding a settings group, built from the same flat mapping as its parent."""
+    return field(default_factory=cls, metadata={"nested": cls})
 
 
 def flag_name(f: Field) -> str:
@@ -23,7 +28,7 @@ def flag_name(f: Field) -> str:
 
 
 def nested_class(f: Field) -> type | None:
-    """The settings class of a nested-settings field (declared with `nested=`), else None."""
+    """The settings class of a nested-settings field (declared with `nested(...)`), else None."""
     return f.metadata.get("nested")
 
 
@@ -42,8 +47,6 @@ def flat_fields(cls) -> Iterator[tuple[str, Field]]:
 
 def _leaves(cls) -> Iterator[tuple[str, Field]]:
     for f in fields(cls):
-        if not f.init:
-            continue
         inner = nested_class(f)
         if inner is not None:
             yield from _leaves(inner)
@@ -80,16 +83,14 @@ def add_settings_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ..
     """One --flag per leaf setting of `cls` (not in `skip`): required when the field has no default, typed by its
     default, with the field's help text and choices; a mapping field reads `name=value,...`. The flags of each
     top-level settings group are listed under its name in --help."""
-    groups = {f.name: parser.add_argument_group(f"{f.name} settings") for f in fields(cls) if nested_class(f) is not None}
-    top_level = {name: group for group_name, group in groups.items() for name, _ in flat_fields(nested_class(_field(cls, group_name)))}
+    group_of = {}
+    for f in fields(cls):
+        if (inner := nested_class(f)) is not None:
+            group = parser.add_argument_group(f"{f.name} settings")
+            group_of.update({name: group for name, _ in flat_fields(inner)})
     for name, f in flat_fields(cls):
-        if name in skip:
-            continue
-        _add_flag(top_level.get(name, parser), name, f)
-
-
-def _field(cls, name: str) -> Field:
-    return next(f for f in fields(cls) if f.name == name)
+        if name not in skip:
+            _add_flag(group_of.get(name, parser), name, f)
 
 
 def _add_flag(parser, name: str, f: Field) -> None:
@@ -109,8 +110,6 @@ def settings_from_flat(cls, values: Mapping):
     """Build `cls` (nested settings included) from a flat {flag name: value} mapping; absent keys take defaults."""
     arguments = {}
     for f in fields(cls):
-        if not f.init:
-            continue
         inner = nested_class(f)
         if inner is not None:
             arguments[f.name] = settings_from_flat(inner, values)
@@ -123,8 +122,6 @@ def flat_values(settings) -> dict:
     """The inverse of settings_from_flat: {flag name: value} of every leaf setting."""
     values = {}
     for f in fields(settings):
-        if not f.init:
-            continue
         value = getattr(settings, f.name)
         if nested_class(f) is not None:
             values.update(flat_values(value))

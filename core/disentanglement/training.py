@@ -99,8 +99,7 @@ class TrainingLoop:
             last = done == schedule.steps
             if done % schedule.eval_every == 0 or last:
                 evaluation_started = time.perf_counter()
-                task.evaluate(done)
-                self.model.train()
+                task.evaluate(done)  # may leave the model in eval mode: the next step sets train mode
                 self.evaluation_s += time.perf_counter() - evaluation_started
             if done % schedule.log_every == 0 or last:
                 rate = (done - start_step) / self.elapsed()

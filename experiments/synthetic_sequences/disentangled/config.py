@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from core.disentanglement.checks import check_choice, check_field_types, check_minimum, check_positive_counts
-from core.disentanglement.cli import flat_fields, flat_values, setting, settings_from_flat
+from core.disentanglement.cli import flat_fields, flat_values, nested, setting, settings_from_flat
 from core.disentanglement.config import AggregationMode, ReconstructionConfig
 from core.disentanglement.latent_configs import ContinuousCVAEConfig, DiscreteCVAEConfig
 from core.disentanglement.registry import MODELS
@@ -29,11 +29,6 @@ CONTROLS = ("none", "scale", "balance")
 INPUT_PATHS = ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference", "init_decoder")
 DEVICES = "cpu, auto, cuda, cuda:N, mps"
 DEVICE = re.compile(r"cpu|auto|cuda|cuda:[0-9]+|mps")
-
-
-def nested(cls):
-    """A field holding a settings group, built from the same flat mapping as its parent."""
-    return field(default_factory=cls, metadata={"nested": cls})
 
 
 @dataclass(frozen=True)
