@@ -150,12 +150,13 @@ def pilot_train_config(
     """The default pilot's trainer config for one run of `family`, with its real family settings."""
     from experiments.synthetic_sequences.disentangled.grid import expand_grid
 
-    specs = [s for s in expand_grid(default_config()["families"]) if s.family == family and s.term == term and s.mode == mode]
+    config = default_config()
+    specs = [s for s in expand_grid(config["families"], config["seeds"]) if s.family == family and s.term == term and s.mode == mode]
     if not specs:
         raise ValueError(f"the default config has no {family} run with term {term} in mode {mode}")
     paths = {name: value for name, value in inputs.items() if name != "reference_dir"}
-    config = specs[0].train_config(**paths, reference=f"{inputs['reference_dir']}/{mode}.json", run_dir=str(run_dir))
-    return config.with_settings(**overrides)
+    train_config = specs[0].train_config(**paths, reference=f"{inputs['reference_dir']}/{mode}.json", run_dir=str(run_dir))
+    return train_config.with_settings(**overrides)
 
 
 SYNTHETIC_RUNS = [

@@ -35,7 +35,7 @@ def check_config():
 
 def run_grid():
     """Every run of the config by its run path; expand_grid refuses an ill-formed family, naming it, before any job runs."""
-    return {spec.path: spec for spec in expand_grid(config["families"])}
+    return {spec.path: spec for spec in expand_grid(config["families"], config.get("seeds"))}
 
 
 def results(path):

@@ -19,18 +19,21 @@ from experiments.synthetic_sequences.disentangled.grid import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def families(name):
-    """The families a config file runs (pilot.yaml merges over config.yaml, as snakemake does)."""
-    merged = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["families"]
+def config_grid(name):
+    """The runs a config file asks for (pilot.yaml merges over config.yaml, as snakemake does)."""
+    default = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    merged, seeds = default["families"], default["seeds"]
     if name != "config.yaml":
-        for family, spec in yaml.safe_load((ROOT / "config" / name).read_text())["families"].items():
+        override = yaml.safe_load((ROOT / "config" / name).read_text())
+        for family, spec in override["families"].items():
             merged[family] = {**merged.get(family, {}), **spec}
-    return merged
+        seeds = override.get("seeds", seeds)
+    return expand_grid(merged, seeds)
 
 
 @pytest.mark.parametrize("config", ["config.yaml", "pilot.yaml"])
 def test_every_run_key_round_trips_and_no_two_runs_share_a_directory(config):
-    specs = expand_grid(families(config))
+    specs = config_grid(config)
     assert len({spec.path for spec in specs}) == len(specs)
     for spec in specs:
         assert parse_run_key(spec.key) == (spec.term, spec.mode, spec.alpha)
@@ -46,7 +49,7 @@ def test_every_run_key_round_trips_and_no_two_runs_share_a_directory(config):
 
 
 def test_pilot_holds_the_spec_comparisons():
-    specs = expand_grid(families("pilot.yaml"))
+    specs = config_grid("pilot.yaml")
     main = {(s.model, s.term, s.mode) for s in specs if s.controls == "none"}
     for model in ("shared_discrete", "continuous"):
         for term in ("dist", "tokcc", "hybrid", "raw"):
@@ -161,3 +164,27 @@ def test_every_value_reaches_the_shell_as_one_argument():
         *("--device", "cpu --seed 5", "--out-dir", "results with space/x"),
         *("--tasks", "sort", "it's", "--hybrid", "dist=0.5"),
     ]
+
+
+def test_a_top_level_seed_count_or_list_reaches_every_family_that_sets_none():
+    config = broken(("main", "seeds"), None)
+    del config["main"]["seeds"]
+
+    def seeds(config, default):
+        return [spec.seed for spec in expand_grid(config, default) if spec.mode == "mean"]
+
+    assert seeds(config, 3) == [0, 1, 2]
+    assert seeds(config, [4, 9]) == [4, 9]
+    assert seeds(broken(("main", "seeds"), 2), 10) == [0, 1]  # a family's own seeds win
+    with pytest.raises(GridError, match="seeds: no seeds; set a top-level `seeds:`"):
+        expand_grid(config)
+    with pytest.raises(GridError, match=r"seeds: \[1, 1\] repeats a seed"):
+        expand_grid(config, [1, 1])
+
+
+def test_more_seeds_keep_every_run_of_fewer_seeds_unchanged():
+    """Raising the count only adds runs: the runs of seeds 0..2 keep their paths and settings, so nothing retrains."""
+    config = broken(("main", "seeds"), None)
+    del config["main"]["seeds"]
+    few, many = expand_grid(config, 3), expand_grid(config, 10)
+    assert [(s.path, s.train_config()) for s in few] == [(s.path, s.train_config()) for s in many if s.seed < 3]

@@ -26,6 +26,7 @@ from sklearn.preprocessing import StandardScaler
 from core.disentanglement.batching import RecordBatcher, SequenceBatch
 from core.disentanglement.cvae_output import CVAEOutput
 from core.disentanglement.decoder import token_nll
+from core.disentanglement.information import continuous_information, discrete_information
 from core.disentanglement.losses import posterior_expectation
 from core.disentanglement.masking import zero_padding
 from core.disentanglement.records import Records
@@ -35,6 +36,8 @@ from experiments.synthetic_sequences.tasks import EOS, ParseError, parse_output
 
 LENGTH_BUCKETS = 3
 BatchScore = Callable[[CVAEOutput, SequenceBatch], dict[str, float]]
+# I(z; s) / H(s) of the examples in `rows` against their labels (core.disentanglement.information)
+StrategyInformation = Callable[[np.ndarray, np.ndarray], float | None]
 
 
 @torch.inference_mode()
@@ -132,11 +135,15 @@ def probe_accuracy(features: np.ndarray, labels: np.ndarray, seed: int) -> float
     return float(cross_val_score(probe, features, labels, cv=cv).mean())
 
 
-def separation(assigned: np.ndarray, features: np.ndarray, strategy: np.ndarray, seed: int) -> dict:
+def separation(assigned: np.ndarray, features: np.ndarray, strategy: np.ndarray, information: StrategyInformation, seed: int) -> dict:
+    """strategy_information from the posterior itself; NMI, AMI and ARI of the argmax codes (or the k-means clusters of
+    E_q[z]); the probe's accuracy from the posterior features."""
+    rows = np.arange(len(strategy))
     if len(set(strategy)) < 2:
-        return {"n": len(strategy), "nmi": None, "ami": None, "ari": None, "probe_accuracy": None}
+        return {"n": len(strategy), "strategy_information": None, "nmi": None, "ami": None, "ari": None, "probe_accuracy": None}
     return {
         "n": len(strategy),
+        "strategy_information": information(rows, strategy),
         "nmi": float(normalized_mutual_info_score(strategy, assigned)),
         "ami": float(adjusted_mutual_info_score(strategy, assigned)),
         "ari": float(adjusted_rand_score(strategy, assigned)),
@@ -150,23 +157,22 @@ def length_buckets(frame: pd.DataFrame) -> pd.Series:
     return buckets.map(lambda interval: f"y_length {interval.left:.0f}-{interval.right:.0f}").astype(str)
 
 
-def separation_report(assigned: np.ndarray, features: np.ndarray, frame: pd.DataFrame, seed: int) -> dict:
+def separation_report(assigned: np.ndarray, features: np.ndarray, information: StrategyInformation, frame: pd.DataFrame, seed: int) -> dict:
     """Strategy separation overall, within each task, within y-length buckets, and against shuffled labels."""
     strategy = frame["strategy"].to_numpy()
     shuffled = np.random.default_rng([seed, 2]).permutation(strategy)
+
+    def within(rows: np.ndarray) -> dict:
+        return separation(assigned[rows], features[rows], strategy[rows], lambda sub, labels: information(rows[sub], labels), seed)
+
     return {
-        "overall": separation(assigned, features, strategy, seed),
+        "overall": separation(assigned, features, strategy, information, seed),
         "shuffled_label_baseline": {
             "nmi": float(normalized_mutual_info_score(shuffled, assigned)),
             "ami": float(adjusted_mutual_info_score(shuffled, assigned)),
         },
-        "within_task": {
-            task: separation(assigned[rows], features[rows], strategy[rows], seed) for task, rows in frame.groupby("task").indices.items()
-        },
-        "within_length_bucket": {
-            bucket: separation(assigned[rows], features[rows], strategy[rows], seed)
-            for bucket, rows in frame.groupby(length_buckets(frame), sort=False).indices.items()
-        },
+        "within_task": {task: within(rows) for task, rows in frame.groupby("task").indices.items()},
+        "within_length_bucket": {bucket: within(rows) for bucket, rows in frame.groupby(length_buckets(frame), sort=False).indices.items()},
     }
 
 
@@ -227,16 +233,21 @@ def sample_report(model, latents: torch.Tensor, records: Records, batcher: Recor
     }
 
 
-def latent_summary(model, passed: dict, num_strategies: int, seed: int) -> tuple[dict, np.ndarray, np.ndarray | None]:
-    """(usage, the cluster of each example, the k-means centroids or None) from a posterior pass.
+def latent_summary(model, passed: dict, num_strategies: int, seed: int) -> tuple[dict, np.ndarray, np.ndarray | None, StrategyInformation]:
+    """(usage, the cluster of each example, the k-means centroids or None, strategy information) from a posterior pass.
 
-    Discrete: the argmax code. Continuous: a k-means of E_q[z] with one cluster per strategy.
+    Discrete: the argmax code, and q itself for the information. Continuous: a k-means of E_q[z] with one cluster per
+    strategy, and the Gaussian posteriors for the information.
     """
     features = passed["features"]
     if isinstance(model, SharedDiscreteCVAE):
-        return discrete_usage(features), features.argmax(axis=1), None
+        return discrete_usage(features), features.argmax(axis=1), None, lambda rows, labels: discrete_information(features[rows], labels)
     kmeans = KMeans(n_clusters=num_strategies, n_init=10, random_state=seed).fit(features)
-    return continuous_usage(features, passed["logvar"], seed), kmeans.labels_, kmeans.cluster_centers_
+
+    def information(rows: np.ndarray, labels: np.ndarray) -> float | None:
+        return continuous_information(features[rows], passed["logvar"][rows], labels, seed)
+
+    return continuous_usage(features, passed["logvar"], seed), kmeans.labels_, kmeans.cluster_centers_, information
 
 
 def shuffled_z_rise(passed: dict) -> dict:
@@ -250,7 +261,7 @@ def shuffled_z_rise(passed: dict) -> dict:
 def evaluate(model, records: Records, batcher: RecordBatcher, *, seed: int, prompts_per_code: int, batch_size: int, device) -> dict:
     model.eval()
     passed = posterior_pass(model, batcher, batch_size, seed, device)
-    usage, assigned, centroids = latent_summary(model, passed, records.frame["strategy"].nunique(), seed)
+    usage, assigned, centroids, information = latent_summary(model, passed, records.frame["strategy"].nunique(), seed)
     if centroids is None:
         latents = model.codes(torch.arange(model.config.num_codes, device=device))
     else:
@@ -268,6 +279,6 @@ def evaluate(model, records: Records, batcher: RecordBatcher, *, seed: int, prom
         "split": records.split,
         "records": len(records),
         "latent_usage": latent_usage,
-        "strategy_separation": separation_report(assigned, passed["features"], records.frame, seed),
+        "strategy_separation": separation_report(assigned, passed["features"], information, records.frame, seed),
         "samples": sample_report(model, latents, records, batcher, prompts_per_code, seed, device),
     }

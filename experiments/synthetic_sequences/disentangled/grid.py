@@ -6,10 +6,11 @@ parameters, and a mean run and a sum run can never share a directory.
 
 Config shape (validated by config/schema/config.schema.yaml first):
 
+    seeds: 10                                # every family's seeds: a count (0..N-1) or a list; a family may set its own
     families:
       <family>:
         model: shared_discrete | continuous
-        seeds: [0, 1]
+        seeds: [0, 1]                        # optional: this family's own seeds (a count or a list)
         beta: 0.2
         controls: none | scale | balance     # scale: reconstruction x mean train token count; balance: beta x it
         warm_start: false                    # true: every run's decoder starts from the z-free checkpoint
@@ -27,7 +28,7 @@ import math
 import re
 import shlex
 from argparse import ArgumentTypeError
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.disentanglement.cli import format_pairs, parse_pairs
@@ -170,16 +171,30 @@ def parse_run_path(path: str) -> dict:
     return {"family": parts[-3], "term": term, "mode": mode, "alpha": alpha, "seed": int(parts[-1][4:])}
 
 
+def resolve_seeds(seeds: int | Sequence[int] | None, where: str) -> list[int]:
+    """A seed count N (seeds 0..N-1) or a list of seeds, checked: at least one, none repeated."""
+    if seeds is None:
+        raise GridError(f"{where}: no seeds; set a top-level `seeds:` (a count or a list) or the family's own")
+    resolved = list(range(seeds)) if isinstance(seeds, int) else [int(seed) for seed in seeds]
+    if not resolved:
+        raise GridError(f"{where}: a family needs at least one seed")
+    if len(set(resolved)) != len(resolved):
+        raise GridError(f"{where}: {resolved} repeats a seed")
+    return resolved
+
+
+def family_seeds(spec: Mapping, default: int | Sequence[int] | None, family: str) -> list[int]:
+    """The family's own `seeds`, else the top-level default."""
+    if "seeds" in spec:
+        return resolve_seeds(spec["seeds"], f"families.{family}.seeds")
+    return resolve_seeds(default, "seeds")
+
+
 def check_family(families: Mapping[str, Mapping], family: str) -> None:
-    """The family-level rules: its name, seeds, controls and their main family, and the names of its settings."""
+    """The family-level rules: its name, controls and their main family, and the names of its settings."""
     spec, where = families[family], f"families.{family}"
     if not FAMILY_NAME.match(family):
         raise GridError(f"{where}: family names use letters, digits and '-' (no '_' or '/'), got {family!r}")
-    seeds = spec.get("seeds") or []
-    if not seeds:
-        raise GridError(f"{where}.seeds: a family needs at least one seed")
-    if len(set(seeds)) != len(seeds):
-        raise GridError(f"{where}.seeds: {seeds} repeats a seed")
     controls = spec.get("controls", "none")
     if controls not in CONTROLS:
         raise GridError(f"{where}.controls: {controls!r} is not allowed; allowed values: {', '.join(CONTROLS)}")
@@ -193,7 +208,7 @@ def check_family(families: Mapping[str, Mapping], family: str) -> None:
         raise GridError(f"{where}.settings: {unknown} are not trainer settings; allowed: {', '.join(SETTABLE_FIELDS)}")
 
 
-def family_runs(family: str, spec: Mapping) -> Iterator[tuple[str, RunSpec]]:
+def family_runs(family: str, spec: Mapping, seeds: Sequence[int]) -> Iterator[tuple[str, RunSpec]]:
     """(where, run) for every run of one checked family; each run's full trainer config is validated on the way."""
     controls = spec.get("controls", "none")
     for i, run in enumerate(spec.get("runs") or []):
@@ -209,7 +224,7 @@ def family_runs(family: str, spec: Mapping) -> Iterator[tuple[str, RunSpec]]:
                 raise GridError(str(err)) from err
             if controls in CONTROL_MODE and mode != CONTROL_MODE[controls]:
                 raise GridError(f"{where}.modes: a {controls!r} control family runs mode {CONTROL_MODE[controls]!r} only, got {mode!r}")
-            for seed in spec["seeds"]:
+            for seed in seeds:
                 run_spec = RunSpec(
                     family=family,
                     model=spec["model"],
@@ -230,15 +245,16 @@ def family_runs(family: str, spec: Mapping) -> Iterator[tuple[str, RunSpec]]:
                 yield where, run_spec
 
 
-def expand_grid(families: Mapping[str, Mapping]) -> list[RunSpec]:
-    """Every run of the config, in config order; raises GridError for anything ill-formed, before any job runs."""
+def expand_grid(families: Mapping[str, Mapping], seeds: int | Sequence[int] | None = None) -> list[RunSpec]:
+    """Every run of the config, in config order; `seeds` is the top-level default of the families that set none.
+    Raises GridError for anything ill-formed, before any job runs."""
     if not families:
         raise GridError("families: the config defines no family; at least one is needed")
     specs: list[RunSpec] = []
     seen: dict[str, str] = {}
     for family in families:
         check_family(families, family)
-        for where, run_spec in family_runs(family, families[family]):
+        for where, run_spec in family_runs(family, families[family], family_seeds(families[family], seeds, family)):
             if run_spec.path in seen:
                 raise GridError(f"{where}: duplicate run key {run_spec.path} (also from {seen[run_spec.path]})")
             seen[run_spec.path] = where

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
 
@@ -41,7 +42,8 @@ def validation_metrics(model, inputs: RunInputs, spec: Objective, seed: int, dev
 
     The training objective's parts (example-weighted over batches), the reconstruction NLL under q per token
     and per example (one scale for mean and sum runs), latent usage (KL, I(x;z), codes used or active units,
-    the NLL rise when z is shuffled) and strategy separation (NMI, AMI of the codes or a k-means of E_q[z]).
+    the NLL rise when z is shuffled) and strategy separation (strategy_information from the posterior itself; NMI, AMI
+    of the codes or a k-means of E_q[z]).
     """
     model.eval()
     records, batcher, (base_nll, _) = inputs.records["val"], inputs.batchers["val"], inputs.base["val"]
@@ -52,7 +54,7 @@ def validation_metrics(model, inputs: RunInputs, spec: Objective, seed: int, dev
 
     passed = posterior_pass(model, batcher, EVAL_BATCH, seed, device, score=score)
     strategy = records.frame["strategy"].to_numpy()
-    usage, assigned, _ = latent_summary(model, passed, len(set(strategy)), seed)
+    usage, assigned, _, information = latent_summary(model, passed, len(set(strategy)), seed)
     result = passed["scored"]
     beta_kl = result["beta_kl"]
     recon = spec.reconstruction.reconstruction_scale * result["reconstruction_objective"]
@@ -63,6 +65,7 @@ def validation_metrics(model, inputs: RunInputs, spec: Objective, seed: int, dev
         "recon_nll_per_example": passed["recon_nll_per_example"],
         **{name: value for name, value in usage.items() if name != "code_shares"},
         **shuffled_z_rise(passed),
+        "strategy_information": information(np.arange(len(strategy)), strategy),
         "nmi": float(normalized_mutual_info_score(strategy, assigned)),
         "ami": float(adjusted_mutual_info_score(strategy, assigned)),
     }
