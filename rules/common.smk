@@ -14,10 +14,10 @@ from experiments.synthetic_sequences.disentangled.grid import (
 
 SPLITS = ("train", "val", "test")
 SCORED_SPLITS = ("train", "val")
-TABLES = ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict")
+TABLES = ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict")
 TABLE_FORMATS = ("parquet", "csv", "md")
 CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown
-PLOTS = ("separation", "latent_usage", "mean_vs_sum", "curves")
+PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves")
 RUN = "{family}/{term}_{mode}_{alpha}/seed{seed}"
 # wildcard constraints from the registries: a new term or mode is one entry in core/disentanglement
 TERM_PATTERN = alternation(OPTIMISABLE_TERMS)

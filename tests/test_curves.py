@@ -6,7 +6,13 @@ import math
 import pytest
 
 from core.disentanglement.artifacts import sha256_file
-from experiments.synthetic_sequences.disentangled.curves import MI_FLOOR, convergence, last_quarter_change, train_diagnostics
+from experiments.synthetic_sequences.disentangled.curves import (
+    MI_FLOOR,
+    TAKEUP_THRESHOLD,
+    convergence,
+    last_quarter_change,
+    train_diagnostics,
+)
 from experiments.synthetic_sequences.disentangled.run_files import validation_lines
 from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table
 
@@ -42,20 +48,32 @@ def test_train_diagnostics_take_the_mean_count_and_the_extremes_over_every_batch
     assert train_diagnostics(rows) == want
 
 
-def test_a_late_jump_in_mutual_information_is_not_converged():
+def test_a_late_jump_in_mutual_information_is_a_take_up_that_has_not_converged():
     late = convergence(curve([0.5] * 8, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3, 0.6]))
-    assert late["converged"] == 0.0 and late["mi_change"] == pytest.approx(1.0)
+    assert (late["took_up"], late["onset_step"], late["onset_observed"]) == (1.0, 700.0, 1.0)
+    # the onset (step 700) comes after 3/4 of the steps: I(x;z) is measured from the onset, 0.3 -> 0.6
+    assert late["converged"] == 0.0 and late["mi_change"] == pytest.approx(0.5)
 
 
-def test_an_unused_latent_wobbling_near_zero_is_converged():
+def test_a_latent_that_never_takes_up_is_censored_at_its_budget_not_converged_in_its_information():
     unused = convergence(curve([0.5] * 8, [1e-4, 3e-4, 2e-4, 1e-4, 4e-4, 2e-4, 5e-4, 1e-4]))
-    assert unused["mi_change"] == pytest.approx(1e-4 / MI_FLOOR) and unused["converged"] == 1.0
+    assert (unused["took_up"], unused["onset_step"], unused["onset_observed"], unused["budget_step"]) == (0.0, 800.0, 0.0, 800.0)
+    assert math.isnan(unused["mi_change"])  # whether it would stay at 0 is what censoring leaves open
+    assert unused["converged"] == 1.0  # its reconstruction has settled
+
+
+def test_take_up_is_the_final_value_and_onset_the_first_crossing_of_the_threshold():
+    rose_and_fell = convergence(curve([0.5] * 4, [0.0, TAKEUP_THRESHOLD, 0.3, 0.02]))
+    assert (rose_and_fell["took_up"], rose_and_fell["onset_step"], rose_and_fell["onset_observed"]) == (0.0, 200.0, 1.0)
+    below = convergence(curve([0.5] * 4, [0.0, 0.05, 0.09, 0.099]))
+    assert (below["took_up"], below["onset_observed"]) == (0.0, 0.0)
+    assert MI_FLOOR < TAKEUP_THRESHOLD
 
 
 def write_run(root, curve_rows, mode="sum", seed=3, nmi=0.4):
     run = root / "fam" / f"raw_{mode}_0" / f"seed{seed}"
     run.mkdir(parents=True)
-    overall = {"n": 10, "nmi": nmi, "ami": 0.3, "ari": 0.2, "probe_accuracy": 0.7}
+    overall = {"n": 10, "strategy_information": nmi / 2, "nmi": nmi, "ami": 0.3, "ari": 0.2, "probe_accuracy": 0.7}
     evaluation = {
         "latent_usage": {"kl": 0.9, "mutual_information": 0.6, "codes_used": 3, "code_shares": [0.3, 0.3, 0.4]},
         "strategy_separation": {
@@ -109,6 +127,8 @@ def test_extraction_writes_one_curve_row_per_step_and_metric_and_the_convergence
     assert run["mi_change"] == 0.0 and run["converged"] == 0.0
     assert (run["train_tokens_min"], run["train_tokens_max"], run["train_base_aggregate_min"]) == (3.0, 12.0, 0.1)
     assert run["val_tokens_min"] == 3.0 and run["nmi"] == 0.4
+    assert run["strategy_information"] == 0.2 and run["strategy_information_sort"] == 0.2
+    assert (run["took_up"], run["onset_step"], run["onset_observed"]) == (1.0, 100.0, 1.0)
 
 
 def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path):
@@ -132,13 +152,15 @@ def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path)
         references.append(tmp_path / f"{mode}.json")
         references[-1].write_text(json.dumps({"mode": mode, "c_base": c_base, "base_aggregate_min": 0.01}))
     tables = aggregate(metrics, tmp_path / "summary.json", references, tmp_path / "tables", {})
-    for name in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict", "curves"):
+    # nan where nothing is left to resolve, where every run took up (no mi_change is nan) or the onsets are too few
+    may_be_empty = {"seeds_needed", "median_onset_low", "median_onset_high", "mi_change"}  # two runs: no interval
+    for name in ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict", "curves"):
         frame = tables[name]
-        empty_columns = set(frame.columns[frame.isna().all(axis=0)]) - {"seeds_to_resolve"}  # nan: nothing left to resolve
+        empty_columns = set(frame.columns[frame.isna().all(axis=0)]) - may_be_empty
         assert not frame.empty and not frame.isna().all(axis=1).any() and not empty_columns, name
         assert (tmp_path / "tables" / f"{name}.parquet").is_file() and (tmp_path / "tables" / f"{name}.csv").is_file()
     assert set(tables["mean_vs_sum"].comparison) == {"sum-mean"}
-    assert set(tables["verdict"].metric) == {"mutual_information", "nmi"}
+    assert list(tables["verdict"].endpoint) == ["take-up", "onset", "magnitude", "separation"]
     assert (tmp_path / "tables" / "verdict.md").read_text().startswith("# Verdict")
     samples = tables["confounds"][tables["confounds"].diagnostic == "sample_parse_rate"]
     assert sorted(samples["mode"]) == ["mean", "sum"] and set(samples.scope) == {"y_length 3-5"}

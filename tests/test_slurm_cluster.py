@@ -96,7 +96,7 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
         assert job["Timelimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00", job
 
     # the same tables as a local run, and every run's parameters recovered from what Slurm shows of its pack
-    for table in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict"):
+    for table in ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict"):
         for ext in ("parquet", "csv", "md"):
             assert (results / "tables" / f"{table}.{ext}").stat().st_size > 0
     runs = pd.read_parquet(results / "tables" / "runs.parquet")

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.synthetic_sequences.disentangled.contrasts import contrast_table, seeds_to_resolve, t_interval
+from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
+from experiments.synthetic_sequences.disentangled.inference import paired_seeds_needed, t_interval
 from experiments.synthetic_sequences.disentangled.plots import make_plots
 from experiments.synthetic_sequences.disentangled.tables import aggregate_table
 
@@ -26,6 +27,10 @@ def run(family, controls, term, mode, seed, nmi, mi=0.5, converged=1.0):
         "nmi": nmi,
         "mutual_information": mi,
         "converged": converged,
+        "took_up": 1.0,
+        "onset_step": 300.0,
+        "onset_observed": 1.0,
+        "budget_step": 1500.0,
     }
 
 
@@ -57,14 +62,15 @@ def test_no_interval_with_one_seed():
 
 def test_contrasts_pair_by_seed_and_cover_both_controls(runs):
     table = contrast_table(runs, CONTROL_OF)
-    nmi = table[(table.term == "raw") & (table.metric == "nmi")].set_index("comparison")
+    nmi = table[(table.term == "raw") & (table.metric == "nmi") & (table.subset == "all")].set_index("comparison")
     assert set(nmi.index) == {"sum-mean", "scale-mean", "balance-mean", "sum-scale", "sum-balance"}
-    assert nmi.loc["sum-mean", "delta"] == pytest.approx(np.mean([0.3, 0.1, 0.6]))
-    assert nmi.loc["scale-mean", "delta"] == pytest.approx(0.05)
-    assert nmi.loc["balance-mean", "delta"] == pytest.approx(-0.1)
-    assert nmi.loc["sum-scale", "delta"] == pytest.approx(np.mean([0.25, 0.05, 0.55]))
-    assert (nmi["n"] == 3).all()
-    assert nmi.loc["sum-mean", "ci_low"] < nmi.loc["sum-mean", "delta"] < nmi.loc["sum-mean", "ci_high"]
+    assert nmi.loc["sum-mean", "estimate"] == pytest.approx(np.mean([0.3, 0.1, 0.6]))
+    assert nmi.loc["scale-mean", "estimate"] == pytest.approx(0.05)
+    assert nmi.loc["balance-mean", "estimate"] == pytest.approx(-0.1)
+    assert nmi.loc["sum-scale", "estimate"] == pytest.approx(np.mean([0.25, 0.05, 0.55]))
+    assert (nmi["n_a"] == 3).all() and (nmi["n_b"] == 3).all()
+    assert nmi.loc["sum-mean", "ci_low"] < nmi.loc["sum-mean", "estimate"] < nmi.loc["sum-mean", "ci_high"]
+    assert nmi.loc["sum-mean", "p"] == pytest.approx(2 / 8)  # every difference positive: 2 of the 2^3 sign patterns
     assert "dist" not in set(table.term)  # a term run in one mode only has nothing to pair
 
 
@@ -72,29 +78,32 @@ def test_contrasts_are_written_only_for_arms_that_were_run(runs):
     no_balance = runs[runs.family != "main-balance"]
     table = contrast_table(no_balance, {"main-scale": "main"})
     assert set(table.comparison) == {"sum-mean", "scale-mean", "sum-scale"}
-    assert not table[["delta", "n"]].isna().any().any()
+    assert not table[["estimate", "n_a", "n_b"]].isna().any().any()
 
 
 def test_a_seed_missing_from_one_arm_is_left_out_of_the_pair(runs):
     table = contrast_table(runs[~((runs.family == "main") & (runs["mode"] == "sum") & (runs.seed == 2))], CONTROL_OF)
-    row = table[(table.comparison == "sum-mean") & (table.metric == "nmi")].iloc[0]
-    assert row["n"] == 2 and row["delta"] == pytest.approx(np.mean([0.3, 0.1]))
+    row = table[(table.comparison == "sum-mean") & (table.metric == "nmi") & (table.subset == "all")].iloc[0]
+    assert row["n_a"] == 2 and row["estimate"] == pytest.approx(np.mean([0.3, 0.1]))
 
 
 def test_unconverged_runs_are_counted_per_contrast(runs):
     runs.loc[(runs.family == "main") & (runs["mode"] == "sum") & (runs.seed == 1), "converged"] = 0.0
-    table = contrast_table(runs, CONTROL_OF).set_index(["comparison", "metric"])
-    assert table.loc[("sum-mean", "nmi"), "unconverged_runs"] == 1
-    assert table.loc[("scale-mean", "nmi"), "unconverged_runs"] == 0
+    table = contrast_table(runs, CONTROL_OF).set_index(["comparison", "metric", "subset"])
+    assert table.loc[("sum-mean", "nmi", "all"), "unconverged_runs"] == 1
+    assert table.loc[("sum-mean", "took_up", "all"), "unconverged_runs"] == 1
+    assert table.loc[("scale-mean", "nmi", "all"), "unconverged_runs"] == 0
 
 
-def test_seeds_to_resolve_is_the_first_n_whose_interval_resolves_the_observed_difference():
-    # |delta| >= margin: exclude 0. n=8: t(.975,7)=2.3646 * 0.25/sqrt(8) = 0.2090 >= 0.2; n=9: 2.3060 * 0.25/3 = 0.1922 < 0.2
-    assert seeds_to_resolve(0.2, 0.25, margin=0.05) == 9
+def test_paired_seeds_needed_is_the_power_or_the_equivalence_count_at_the_observed_values():
+    # |delta| >= margin: 80% power of the paired t test at effect size 0.2 / 0.25 = 0.8 (noncentral t: power 0.790 with
+    # 14 pairs, 0.821 with 15), and never fewer than the 6 pairs the sign-flip test needs to reach 0.05
+    assert paired_seeds_needed(0.2, 0.25, margin=0.05) == 15
+    assert paired_seeds_needed(1.0, 0.1, margin=0.05) == 6
     # |delta| < margin: fit inside +-margin, i.e. half-width < 0.05 - 0.01. n=3: 4.3027 * 0.02/sqrt(3) = 0.0497; n=4: 0.0318
-    assert seeds_to_resolve(0.01, 0.02, margin=0.05) == 4
-    assert seeds_to_resolve(0.3, 5.0, margin=0.05, limit=50) == math.inf
-    assert math.isnan(seeds_to_resolve(0.3, math.nan, margin=0.05))
+    assert paired_seeds_needed(0.01, 0.02, margin=0.05) == 4
+    assert paired_seeds_needed(0.3, 50.0, margin=0.05) == math.inf
+    assert math.isnan(paired_seeds_needed(0.3, math.nan, margin=0.05))
 
 
 def test_aggregate_reports_mean_sd_and_seed_count(runs):
@@ -108,7 +117,8 @@ def test_aggregate_reports_mean_sd_and_seed_count(runs):
 def test_a_single_seed_still_tabulates_and_plots(runs, tmp_path):
     one_seed = runs[runs.seed == 0]
     table = contrast_table(one_seed, CONTROL_OF)
-    assert (table["n"] == 1).all() and table["ci_low"].isna().all() and table["delta"].notna().all()
+    paired = table[table.interval == "paired t"]
+    assert (paired["n_a"] == 1).all() and paired["ci_low"].isna().all() and paired["estimate"].notna().all()
     curves = pd.DataFrame(
         [
             {

@@ -1,111 +1,149 @@
 """The verdict rule on constructed run tables whose answer is known."""
 
-import math
+import re
 
 import pandas as pd
 import pytest
 
-from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
-from experiments.synthetic_sequences.disentangled.verdict import verdict_markdown, verdict_table
+from experiments.synthetic_sequences.disentangled.contrasts import arm_table, contrast_table
+from experiments.synthetic_sequences.disentangled.verdict import verdict_table
+from experiments.synthetic_sequences.disentangled.verdict_text import verdict_markdown
 
 CONTROL_OF = {"main-scale": "main", "main-balance": "main"}
 ARMS = {"mean": ("main", "none", "mean"), "sum": ("main", "none", "sum"), "scale": ("main-scale", "scale", "mean")}
 ARMS["balance"] = ("main-balance", "balance", "sum")
+BUDGET = 1500
 
 
-def table(values: dict[str, list[float]], converged: dict[str, list[float]] | None = None) -> pd.DataFrame:
-    """Runs of every arm in `values` ({arm: I(x;z) per seed}); NMI is I(x;z) / 2 so both metrics carry the same story."""
+def arm_runs(arm: str, took_up: int, seeds: int, *, mi: float = 0.8, information: float = 0.4, onset: float = 600.0) -> list[dict]:
+    """`seeds` runs of `arm`, the first `took_up` of which take up the latent at `onset` with final I(x;z) `mi`; the
+    rest stay at 0 and are censored at the budget. A run that took up has strategy information `information`."""
+    family, controls, mode = ARMS[arm]
     rows = []
-    for arm, per_seed in values.items():
-        family, controls, mode = ARMS[arm]
-        for seed, value in enumerate(per_seed):
-            rows.append(
-                {
-                    "family": family,
-                    "model": "shared_discrete",
-                    "controls": controls,
-                    "term": "raw",
-                    "mode": mode,
-                    "alpha": 0.0,
-                    "seed": seed,
-                    "mutual_information": value,
-                    "nmi": value / 2,
-                    "converged": (converged or {}).get(arm, [1.0] * len(per_seed))[seed],
-                }
-            )
-    return pd.DataFrame(rows)
+    for seed in range(seeds):
+        up = seed < took_up
+        rows.append(
+            {
+                "family": family,
+                "model": "shared_discrete",
+                "controls": controls,
+                "term": "raw",
+                "mode": mode,
+                "alpha": 0.0,
+                "seed": seed,
+                "took_up": float(up),
+                "onset_step": onset + 150 * (seed % 3) if up else float(BUDGET),
+                "onset_observed": float(up),
+                "budget_step": float(BUDGET),
+                "mutual_information": mi + 0.01 * (seed % 4) if up else 0.0,
+                "strategy_information": information + 0.01 * (seed % 4) if up else 0.0,
+                "converged": 1.0,
+            }
+        )
+    return rows
 
 
-def verdict(runs: pd.DataFrame, metric: str = "mutual_information") -> dict:
-    rows = verdict_table(runs, contrast_table(runs, CONTROL_OF), CONTROL_OF)
-    return rows[rows.metric == metric].iloc[0].to_dict()
+def runs(*arms: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([row for arm in arms for row in arm])
 
 
-MEAN = [0.01, 0.03, 0.02]
-SUM = [0.90, 0.97, 0.93]
+def verdict(table: pd.DataFrame) -> dict[str, dict]:
+    rows = verdict_table(table, contrast_table(table, CONTROL_OF), CONTROL_OF)
+    return {row["endpoint"]: row for row in rows.to_dict("records")}
 
 
-def test_sum_equal_to_the_scale_control_is_accounted_for_by_scale():
-    row = verdict(table({"mean": MEAN, "sum": SUM, "scale": SUM, "balance": [0.02, 0.02, 0.04]}))
-    assert row["effect"] == "higher"
-    assert row["accounted_for"] == "scale"
-    assert "Accounted for by: scale" in row["verdict"] and "sum - balance" in row["verdict"]
+def test_take_up_of_every_sum_seed_and_no_mean_seed_reads_raises_take_up():
+    lines = verdict(runs(arm_runs("mean", 0, 10), arm_runs("sum", 10, 10)))
+    takeup = lines["take-up"]
+    assert takeup["reading"] == "raises" and "sum raises take-up" in takeup["verdict"]
+    assert "mean 0/10, sum 10/10" in takeup["verdict"] and (takeup["n_a"], takeup["n_b"]) == (10, 10)
+    assert takeup["estimate"] == 1.0 and takeup["p_adjusted"] < 0.001
+    assert "No control was run" in takeup["verdict"]
+    assert lines["onset"]["reading"] == "earlier"
+    assert lines["separation"]["reading"] == "raises"
+    # mean never took up: magnitude has no seed pair in which both took up, and says so
+    assert lines["magnitude"]["reading"] == "not comparable" and "nothing to pair" in lines["magnitude"]["verdict"]
 
 
-def test_sum_equal_to_the_balance_control_is_accounted_for_by_balance():
-    row = verdict(table({"mean": MEAN, "sum": SUM, "scale": [0.02, 0.01, 0.05], "balance": [0.91, 0.96, 0.94]}))
-    assert (row["effect"], row["accounted_for"]) == ("higher", "balance")
+def test_identical_arms_read_no_difference():
+    arms = [arm_runs(arm, 10, 10) for arm in ("mean", "sum", "scale", "balance")]
+    lines = verdict(runs(*arms))
+    assert {name: line["reading"] for name, line in lines.items()} == {
+        "take-up": "no difference",
+        "onset": "cannot be told apart",
+        "magnitude": "no difference",
+        "separation": "no difference",
+    }
+    assert all(line["scale"] == "-" and line["balance"] == "-" for line in lines.values())  # no effect: no shares
 
 
-def test_both_controls_reproducing_sum_read_both_and_neither_reads_neither():
-    assert verdict(table({"mean": MEAN, "sum": SUM, "scale": SUM, "balance": SUM}))["accounted_for"] == "both"
-    neither = verdict(table({"mean": MEAN, "sum": SUM, "scale": [0.41, 0.45, 0.43], "balance": [0.40, 0.46, 0.44]}))
-    assert neither["accounted_for"] == "neither"
+def test_two_of_three_against_none_of_three_cannot_be_resolved_at_n_3_and_says_the_smallest_p():
+    lines = verdict(runs(arm_runs("mean", 0, 3), arm_runs("sum", 2, 3)))
+    takeup = lines["take-up"]
+    assert takeup["reading"] == "cannot be resolved"
+    assert "cannot be resolved at n = 3 per arm" in takeup["verdict"]
+    assert takeup["smallest_p"] == pytest.approx(1 / 32)  # Boschloo's p for 3/3 vs 0/3: max over pi of 2 pi^3 (1-pi)^3
+    assert "the smallest p boschloo can give at this n is 0.031" in takeup["verdict"]
+    assert takeup["seeds_needed"] > 3 and f"about {int(takeup['seeds_needed'])} seeds per arm" in takeup["verdict"]
 
 
-def test_identical_runs_read_no_change():
-    same = [0.31, 0.52, 0.44]
-    row = verdict(table({"mean": same, "sum": same, "scale": same, "balance": same}))
-    assert row["effect"] == "no change"
-    assert row["accounted_for"] == "-" and math.isnan(row["seeds_to_resolve"])
-    assert "does not change I(x;z)" in row["verdict"]
+def test_with_five_planned_contrasts_no_outcome_at_n_3_can_reach_0_05_under_holm():
+    arms = [arm_runs("mean", 0, 3), arm_runs("sum", 3, 3), arm_runs("scale", 0, 3), arm_runs("balance", 0, 3)]
+    takeup = verdict(runs(*arms))["take-up"]
+    assert takeup["reading"] == "cannot be resolved"
+    assert "(0.16 under Holm over 5 contrasts), so no outcome at this n reaches 0.05" in takeup["verdict"]
 
 
-def test_two_seeds_with_a_large_sd_read_inconclusive_with_the_seeds_that_would_resolve_it():
-    row = verdict(table({"mean": [0.0, 0.0], "sum": [0.9, 0.1]}))
-    assert row["effect"] == "inconclusive" and row["n"] == 2
-    assert row["seeds_to_resolve"] > 2 and math.isfinite(row["seeds_to_resolve"])
-    assert f"{int(row['seeds_to_resolve'])} seeds would resolve it" in row["verdict"]
+def test_a_scale_control_equal_to_sum_reproduces_all_of_it():
+    arms = [arm_runs("mean", 0, 10), arm_runs("sum", 10, 10), arm_runs("scale", 10, 10), arm_runs("balance", 0, 10)]
+    takeup = verdict(runs(*arms))["take-up"]
+    assert (takeup["reading"], takeup["scale"], takeup["balance"]) == ("raises", "all of it", "none of it")
+    assert "scale reproduces all of it" in takeup["verdict"] and "balance reproduces none of it" in takeup["verdict"]
 
 
-def test_an_unclear_control_makes_the_attribution_inconclusive():
-    row = verdict(table({"mean": MEAN, "sum": SUM, "scale": [0.1, 0.9, 0.5], "balance": [0.02, 0.02, 0.04]}))
-    assert row["effect"] == "higher" and row["accounted_for"] == "inconclusive"
-    assert row["seeds_to_resolve"] > 3
+def test_a_control_halfway_between_mean_and_sum_reproduces_part_of_it():
+    arms = [arm_runs("mean", 0, 20), arm_runs("sum", 20, 20), arm_runs("scale", 10, 20)]
+    lines = verdict(runs(*arms))
+    assert (lines["take-up"]["reading"], lines["take-up"]["scale"]) == ("raises", "part of it")
+    assert lines["take-up"]["balance"] == "-"  # not run
 
 
-def test_without_controls_the_verdict_says_so():
-    row = verdict(table({"mean": MEAN, "sum": SUM}))
-    assert row["accounted_for"] == "no controls run" and "cannot be told apart" in row["verdict"]
+def test_an_interval_that_excludes_0_inside_the_margin_reads_below_the_smallest_effect_of_interest():
+    mean = arm_runs("mean", 10, 10, information=0.40)
+    total = arm_runs("sum", 10, 10, information=0.42)  # +0.02 on every seed: the interval is [0.02, 0.02]
+    separation = verdict(runs(mean, total))["separation"]
+    assert separation["ci_low"] > 0 and separation["ci_high"] < 0.05
+    assert separation["reading"] == "below the smallest effect of interest"
+    assert "raises" not in separation["verdict"]
 
 
-def test_a_verdict_resting_on_unconverged_runs_says_so():
-    runs = table({"mean": MEAN, "sum": SUM, "scale": SUM, "balance": MEAN}, converged={"sum": [1.0, 0.0, 1.0]})
-    row = verdict(runs)
-    assert row["unconverged_runs"] == 1 and row["runs"] == 12
-    assert "Rests on 1 of 12 runs not flagged converged" in row["verdict"]
+def test_magnitude_is_read_among_the_seeds_that_took_up_in_both_arms():
+    mean = arm_runs("mean", 7, 10, mi=0.4)
+    total = arm_runs("sum", 10, 10, mi=0.9)
+    magnitude = verdict(runs(mean, total))["magnitude"]
+    assert (magnitude["n_a"], magnitude["n_b"]) == (7, 7) and magnitude["estimate"] == pytest.approx(0.5)
+    # the exact sign-flip p is 2/2^7; Benjamini-Hochberg with strategy information (p = 1) doubles it, still < 0.05
+    assert magnitude["p"] == pytest.approx(2 / 128) and magnitude["p_adjusted"] == pytest.approx(4 / 128)
+    assert magnitude["reading"] == "raises"
 
 
-def test_both_metrics_get_a_verdict_and_the_markdown_states_the_rule():
-    runs = table({"mean": MEAN, "sum": SUM, "scale": SUM, "balance": MEAN})
-    rows = verdict_table(runs, contrast_table(runs, CONTROL_OF), CONTROL_OF)
-    assert set(rows.metric) == {"mutual_information", "nmi"}
-    assert not rows.drop(columns="seeds_to_resolve").isna().any().any()
-    text = verdict_markdown(rows)
-    assert "inconclusive" in text and "accounts" in text and text.count("\n- ") == 2
+def test_no_table_has_an_all_nan_row_and_every_line_names_its_runs():
+    arms = [arm_runs("mean", 0, 3), arm_runs("sum", 2, 3), arm_runs("scale", 1, 3), arm_runs("balance", 0, 3)]
+    table = runs(*arms)
+    contrasts = contrast_table(table, CONTROL_OF)
+    lines = verdict_table(table, contrasts, CONTROL_OF)
+    for frame in (contrasts, lines, arm_table(table, CONTROL_OF)):
+        assert not frame.empty and not frame.isna().all(axis=1).any()
+    assert lines.runs.str.contains("mean: main/raw_mean_0 seeds 0-2; sum: main/raw_sum_0 seeds 0-2").all()
+    text = verdict_markdown(lines, table, CONTROL_OF)
+    assert text.startswith("# Verdict") and text.count("\n- ") == 4
+    assert re.search(r"\|\s+seed \| mean\s+\| sum\s+\| scale\s+\| balance", text)
+    assert "censored @1500" in text and "took up @600" in text
+    assert text.rstrip().splitlines()[-1].startswith("Seeds needed for the unresolved take-up contrasts: about")
+    assert "snakemake --cores 2 --config seeds=" in text
 
 
-@pytest.mark.parametrize("arms", [{"sum": SUM}, {"mean": MEAN, "scale": SUM}])
+@pytest.mark.parametrize("arms", [("sum",), ("mean", "scale")])
 def test_no_verdict_without_a_mean_and_a_sum_run(arms):
-    runs = table(arms)
-    assert verdict_table(runs, contrast_table(runs, CONTROL_OF), CONTROL_OF).empty
+    table = runs(*[arm_runs(arm, 1, 3) for arm in arms])
+    assert verdict_table(table, contrast_table(table, CONTROL_OF), CONTROL_OF).empty

@@ -1,7 +1,9 @@
 """The real snakemake CLI on the repository's Snakefile."""
 
+import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +21,8 @@ from experiments.synthetic_sequences.disentangled.slurm_jobs import slurm_client
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+# the tables the workflow writes, read from their one home (rules/common.smk)
+TABLES = ast.literal_eval(re.search(r"^TABLES = (\(.*\))$", (ROOT / "rules" / "common.smk").read_text(), re.MULTILINE).group(1))
 
 
 def snakemake(*args, timeout=300):
@@ -179,26 +183,29 @@ def jobs_that_ran(run) -> set[str]:
 
 @pytest.mark.slow
 def test_default_pilot_produces_every_table_and_plot(pipeline):
-    for table in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict"):
+    for table in TABLES:
         for ext in ("parquet", "csv", "md"):
             assert (pipeline / "tables" / f"{table}.{ext}").stat().st_size > 0
-    for plot in ("separation", "latent_usage", "mean_vs_sum", "curves"):
+    for plot in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves"):
         assert (pipeline / "plots" / f"{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     runs = pd.read_parquet(pipeline / "tables" / "runs.parquet")
     assert len(runs) == 12 and set(runs["mode"]) == {"mean", "sum"}
     assert {"nmi", "mutual_information", "probe_accuracy", "parse_rate", "converged", "recon_rel_change", "mi_change"} <= set(runs.columns)
+    assert {"took_up", "onset_step", "onset_observed", "strategy_information", "strategy_information_sort"} <= set(runs.columns)
     assert {"train_tokens_mean", "train_tokens_min", "val_tokens_max", "train_base_aggregate_min", "train_kappa_max"} <= set(runs.columns)
     contrasts = pd.read_parquet(pipeline / "tables" / "mean_vs_sum.parquet")
-    raw_mi = contrasts[(contrasts.term == "raw") & (contrasts.metric == "mutual_information")].set_index("comparison")
-    assert set(raw_mi.index) == {"sum-mean", "scale-mean", "balance-mean", "sum-scale", "sum-balance"}
-    assert (raw_mi["n"] == 3).all() and np.isfinite(raw_mi[["delta", "ci_low", "ci_high"]].to_numpy()).all()
+    for metric in ("took_up", "mutual_information"):
+        raw = contrasts[(contrasts.term == "raw") & (contrasts.metric == metric) & (contrasts.subset == "all")].set_index("comparison")
+        assert set(raw.index) == {"sum-mean", "scale-mean", "balance-mean", "sum-scale", "sum-balance"}
+        assert (raw["n_a"] == 3).all() and np.isfinite(raw[["estimate", "ci_low", "ci_high", "p", "p_adjusted"]].to_numpy()).all()
     verdict = pd.read_parquet(pipeline / "tables" / "verdict.parquet")
-    assert set(verdict.metric) == {"mutual_information", "nmi"} and verdict["verdict"].str.len().gt(0).all()
+    assert list(verdict.endpoint) == ["take-up", "onset", "magnitude", "separation"] and verdict["verdict"].str.len().gt(0).all()
     curves = pd.read_parquet(pipeline / "tables" / "curves.parquet")
     assert curves.groupby(["family", "mode", "seed"]).step.nunique().eq(10).all()  # ten evaluations per run
-    for table in ("runs", "aggregate", "mean_vs_sum", "confounds", "verdict"):
+    for table in TABLES:
         frame = pd.read_parquet(pipeline / "tables" / f"{table}.parquet")
-        empty_columns = set(frame.columns[frame.isna().all(axis=0)]) - {"seeds_to_resolve"}  # nan: nothing left to resolve
+        # nan where nothing is left to resolve, or where too few onsets bound a median's interval
+        empty_columns = set(frame.columns[frame.isna().all(axis=0)]) - {"seeds_needed", "median_onset_low", "median_onset_high"}
         assert not frame.isna().all(axis=1).any() and not empty_columns, table
     confounds = pd.read_parquet(pipeline / "tables" / "confounds.parquet")
     samples = confounds[confounds.diagnostic == "sample_parse_rate"]
@@ -217,7 +224,7 @@ def test_report_holds_the_tables_and_plots(pipeline, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     html = (tmp_path / "report.html").read_text()
     assert "mean_vs_sum.png" in html and "mean_vs_sum.csv" in html
-    assert "curves.png" in html and "verdict.md" in html
+    assert "curves.png" in html and "verdict.md" in html and "takeup.png" in html
 
 
 @pytest.mark.slow

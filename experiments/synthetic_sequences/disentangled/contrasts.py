@@ -1,35 +1,48 @@
-"""Paired contrasts between the arms of one comparison, with 95% paired t intervals over seeds.
+"""Contrasts between the arms of one comparison, each endpoint with the test that fits its kind of outcome.
 
 The arms of a (family, term, alpha): `mean` and `sum` of the main family, `scale` (mean mode, reconstruction x
-the mean train token count) and `balance` (sum mode, beta x that count) of its control families. Runs pair
-by seed. For each contrast `a - b` and metric:
+the mean train token count) and `balance` (sum mode, beta x that count) of its control families. For each
+contrast `a - b` (COMPARISONS) the `mean_vs_sum` table holds, with the tests of inference.py:
 
-    d_s = a_s - b_s over the n seeds both arms have,   interval = mean(d) +- t(0.975, n-1) * sd(d) / sqrt(n)
-
-With n < 2 there is no interval (nan). Rows exist only for arms that were run.
+  took_up (primary)     p_a - p_b over each arm's runs; Newcombe interval; Boschloo's exact p, Holm-adjusted over the
+                        (family, term, alpha)'s planned contrasts; seeds per arm needed at the observed rates, at
+                        alpha / the planned contrasts
+  onset_step            difference of the Kaplan-Meier median onsets (nan where one is not reached); log-rank p
+  continuous metrics    paired by seed, among all pairs (subset `all`) and among the pairs whose runs both took up
+                        the latent (subset `took_up`): mean difference with its paired t interval; exact sign-flip
+                        p; TOST p for a difference within +-margin; seeds needed
+Onset and the continuous metrics are secondary: Benjamini-Hochberg over them per (family, term, alpha,
+comparison, subset). Every row carries both the raw and the adjusted p, the smallest p its test can give at
+this n, and the arm sizes. Rows exist only for arms that were run and pairs that exist.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
-# sum - mean is the effect; the control contrasts say which confound reproduces it
+from experiments.synthetic_sequences.disentangled import inference
+
+# sum - mean is the effect; the control contrasts say how much of it each confound reproduces
 COMPARISONS = (("sum", "mean"), ("scale", "mean"), ("balance", "mean"), ("sum", "scale"), ("sum", "balance"))
-CONTRAST_METRICS = (
+PRIMARY = "took_up"
+ONSET = "onset_step"
+CONTINUOUS_METRICS = (
     "mutual_information",
+    "strategy_information",
+    "recon_nll_per_token",
     "nmi",
     "ami",
     "ari",
     "probe_accuracy",
     "kl",
     "shuffled_z_nll_rise_per_token",
-    "recon_nll_per_token",
     "parse_rate",
     "answer_accuracy",
 )  # reconstruction_to_kl is left out: with KL near 0 its differences are of order 1e5 and mean nothing
+# smallest effect of interest per endpoint: a share of runs for take-up; nats for I(x;z), KL and NLLs; else the metric's units
+MARGINS = {PRIMARY: 0.3} | dict.fromkeys(CONTINUOUS_METRICS, 0.05)
+SUBSETS = ("all", "took_up")
 ARM_KEYS = ["term", "alpha", "seed"]
 COLUMNS = [
     "family",
@@ -37,46 +50,23 @@ COLUMNS = [
     "alpha",
     "comparison",
     "metric",
-    "n",
-    "delta",
-    "sd",
+    "subset",
+    "n_a",
+    "n_b",
+    "estimate",
     "ci_low",
     "ci_high",
+    "interval",
+    "p",
+    "test",
+    "p_adjusted",
+    "adjustment",
+    "p_equivalence",
+    "smallest_p",
+    "seeds_needed",
+    "sd",
     "unconverged_runs",
 ]
-
-
-def t_quantile(probability: float, df: int) -> float:
-    """t(probability, df). scipy is imported here, not at the top: every per-run `tables extract` job imports this
-    module through tables.py, and scipy.stats would add half a second to each."""
-    from scipy import stats
-
-    return float(stats.t.ppf(probability, df))
-
-
-def t_interval(differences: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
-    """(mean, sd, low, high) of paired differences; the interval is mean +- t(1 - (1-level)/2, n-1) sd / sqrt(n), nan for n < 2."""
-    n = len(differences)
-    if n == 0:
-        return math.nan, math.nan, math.nan, math.nan
-    mean = float(np.mean(differences))
-    if n < 2:
-        return mean, math.nan, math.nan, math.nan
-    sd = float(np.std(differences, ddof=1))
-    half = t_quantile(1 - (1 - level) / 2, n - 1) * sd / math.sqrt(n)
-    return mean, sd, mean - half, mean + half
-
-
-def seeds_to_resolve(delta: float, sd: float, margin: float, limit: int = 1000) -> float:
-    """The fewest seeds whose interval, at the observed mean difference and paired sd, would either exclude 0
-    (|delta| >= margin) or fit inside +-margin (|delta| < margin); nan when no interval can be formed, inf past `limit`."""
-    if not (math.isfinite(delta) and math.isfinite(sd)):
-        return math.nan
-    target = abs(delta) if abs(delta) >= margin else margin - abs(delta)
-    for n in range(2, limit + 1):
-        if t_quantile(0.975, n - 1) * sd / math.sqrt(n) < target:
-            return float(n)
-    return math.inf
 
 
 def arms(runs: pd.DataFrame, control_of: dict[str, str]) -> dict[str, dict[str, pd.DataFrame]]:
@@ -93,39 +83,164 @@ def arms(runs: pd.DataFrame, control_of: dict[str, str]) -> dict[str, dict[str, 
     return result
 
 
-def contrast_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
-    """One row per (family, term, alpha, comparison, metric) that has runs in both arms; see the module docstring."""
+def takeup_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
+    """took_up of arm a against arm b (all their runs, unpaired)."""
+    n_a, n_b, k_a, k_b = len(a), len(b), int(a[PRIMARY].sum()), int(b[PRIMARY].sum())
+    low, high = inference.newcombe(k_a, n_a, k_b, n_b)
+    return {
+        "metric": PRIMARY,
+        "subset": "all",
+        "n_a": n_a,
+        "n_b": n_b,
+        "estimate": k_a / n_a - k_b / n_b,
+        "rate_b": k_b / n_b,
+        "ci_low": low,
+        "ci_high": high,
+        "interval": "newcombe",
+        "p": inference.boschloo_p(k_a, n_a, k_b, n_b),
+        "test": "boschloo",
+        "smallest_p": inference.smallest_boschloo_p(n_a, n_b),
+        "unconverged_runs": int((a.converged < 1).sum() + (b.converged < 1).sum()),
+    }
+
+
+def onset_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
+    """onset_step of arm a against arm b: Kaplan-Meier medians and the log-rank p."""
+    fits = [inference.kaplan_meier(arm[ONSET], arm.onset_observed) for arm in (a, b)]
+    p = inference.logrank_p(a[ONSET], a.onset_observed, b[ONSET], b.onset_observed)
+    return {
+        "metric": ONSET,
+        "subset": "all",
+        "n_a": len(a),
+        "n_b": len(b),
+        "estimate": fits[0]["median"] - fits[1]["median"],
+        "p": p,
+        "test": "log-rank" if np.isfinite(p) else "no onset in either arm",
+    }
+
+
+def paired_rows(pairs: pd.DataFrame, subset: str) -> list[dict]:
+    """A row per continuous metric over seed pairs (columns suffixed _a and _b)."""
     rows = []
-    metrics = [m for m in CONTRAST_METRICS if m in runs.columns]
-    converged = "converged" in runs.columns
+    unconverged = int((pairs["converged_a"] < 1).sum() + (pairs["converged_b"] < 1).sum())
+    for metric in CONTINUOUS_METRICS:
+        if f"{metric}_a" not in pairs:
+            continue
+        differences = (pairs[f"{metric}_a"] - pairs[f"{metric}_b"]).dropna().to_numpy(dtype=float)
+        if len(differences) == 0:
+            continue
+        delta, sd, low, high = inference.t_interval(differences)
+        p, draws = inference.sign_flip_p(differences)
+        rows.append(
+            {
+                "metric": metric,
+                "subset": subset,
+                "n_a": len(differences),
+                "n_b": len(differences),
+                "estimate": delta,
+                "ci_low": low,
+                "ci_high": high,
+                "interval": "paired t",
+                "p": p,
+                "test": f"sign-flip, {draws} draws" if draws else "sign-flip, exact",
+                "p_equivalence": inference.tost_p(differences, MARGINS[metric]),
+                "smallest_p": inference.smallest_sign_flip_p(len(differences)),
+                "seeds_needed": inference.paired_seeds_needed(delta, sd, MARGINS[metric]),
+                "sd": sd,
+                "unconverged_runs": unconverged,
+            }
+        )
+    return rows
+
+
+def comparison_rows(a: pd.DataFrame, b: pd.DataFrame) -> list[dict]:
+    """Every endpoint's rows for one contrast a - b within one (term, alpha)."""
+    rows = [takeup_row(a, b), onset_row(a, b)]
+    pairs = a.merge(b, on=ARM_KEYS, suffixes=("_a", "_b"))
+    both = pairs[(pairs[f"{PRIMARY}_a"] >= 1) & (pairs[f"{PRIMARY}_b"] >= 1)]
+    for subset, chosen in zip(SUBSETS, (pairs, both), strict=True):
+        rows += paired_rows(chosen, subset)
+    return rows
+
+
+def adjust_for_multiplicity(table: pd.DataFrame) -> pd.DataFrame:
+    """Holm over each (family, term, alpha)'s planned contrasts on take-up; Benjamini-Hochberg over the secondary
+    endpoints of each (family, term, alpha, comparison, subset)."""
+    primary = table.metric == PRIMARY
+    table = table.assign(p_adjusted=np.nan, adjustment=np.where(primary, "holm", "benjamini-hochberg"))
+    for _, index in table[primary].groupby(["family", "term", "alpha"]).groups.items():
+        table.loc[index, "p_adjusted"] = inference.adjust(table.loc[index, "p"], "holm")
+        for i in index:  # at the level Holm holds the smallest of the planned contrasts' p values to
+            rates = [table.at[i, "estimate"] + table.at[i, "rate_b"], table.at[i, "rate_b"]]
+            table.at[i, "seeds_needed"] = inference.takeup_seeds_needed(*rates, MARGINS[PRIMARY], inference.ALPHA / len(index))
+    for _, index in table[~primary].groupby(["family", "term", "alpha", "comparison", "subset"]).groups.items():
+        table.loc[index, "p_adjusted"] = inference.adjust(table.loc[index, "p"], "fdr_bh")
+    return table
+
+
+def contrast_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
+    """One row per (family, term, alpha, comparison, endpoint, subset) that has runs in both arms; see the module docstring."""
+    rows = []
     for family, family_arms in arms(runs, control_of).items():
         for left, right in COMPARISONS:
             if left not in family_arms or right not in family_arms:
                 continue
-            merged = family_arms[left].merge(family_arms[right], on=ARM_KEYS, suffixes=("_a", "_b"))
-            for (term, alpha), pair in merged.groupby(["term", "alpha"]):
-                unconverged = int((pair["converged_a"] < 1).sum() + (pair["converged_b"] < 1).sum()) if converged else 0
-                for metric in metrics:
-                    differences = (pair[f"{metric}_a"] - pair[f"{metric}_b"]).dropna().to_numpy(dtype=float)
-                    if len(differences) == 0:
-                        continue
-                    delta, sd, low, high = t_interval(differences)
-                    rows.append(
-                        {
-                            "family": family,
-                            "term": term,
-                            "alpha": alpha,
-                            "comparison": f"{left}-{right}",
-                            "metric": metric,
-                            "n": len(differences),
-                            "delta": delta,
-                            "sd": sd,
-                            "ci_low": low,
-                            "ci_high": high,
-                            "unconverged_runs": unconverged,
-                        }
-                    )
-    table = pd.DataFrame(rows, columns=COLUMNS)
-    statistics = ["delta", "sd", "ci_low", "ci_high"]
-    table[statistics] = table[statistics].round(12)  # float residue such as -3.7e-17 for a zero mean difference reads as 0
+            for (term, alpha), a in family_arms[left].groupby(["term", "alpha"]):
+                b = family_arms[right][(family_arms[right].term == term) & (family_arms[right].alpha == alpha)]
+                if b.empty:
+                    continue
+                where = {"family": family, "term": term, "alpha": alpha, "comparison": f"{left}-{right}"}
+                rows += [{**where, **row} for row in comparison_rows(a, b)]
+    table = adjust_for_multiplicity(pd.DataFrame(rows, columns=[*COLUMNS, "rate_b"])).drop(columns="rate_b")
+    statistics = ["estimate", "sd", "ci_low", "ci_high", "p", "p_adjusted", "p_equivalence"]
+    table[statistics] = table[statistics].astype(float).round(12)  # float residue such as -3.7e-17 for a zero mean difference reads as 0
     return table
+
+
+ARM_COLUMNS = [
+    "family",
+    "term",
+    "alpha",
+    "arm",
+    "runs",
+    "took_up",
+    "rate",
+    "ci_low",
+    "ci_high",
+    "onsets_observed",
+    "median_onset",
+    "median_onset_low",
+    "median_onset_high",
+    "budget_step",
+]
+
+
+def arm_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
+    """Take-up per arm: k of n runs with its Clopper-Pearson interval, and the Kaplan-Meier median onset with its
+    interval (nan where the curve never falls to one half, or the bound is not reached)."""
+    rows = []
+    for family, family_arms in arms(runs, control_of).items():
+        for name, arm in family_arms.items():
+            for (term, alpha), group in arm.groupby(["term", "alpha"]):
+                k, n = int(group[PRIMARY].sum()), len(group)
+                low, high = inference.clopper_pearson(k, n)
+                fit = inference.kaplan_meier(group[ONSET], group.onset_observed)
+                rows.append(
+                    {
+                        "family": family,
+                        "term": term,
+                        "alpha": alpha,
+                        "arm": name,
+                        "runs": n,
+                        "took_up": k,
+                        "rate": k / n,
+                        "ci_low": low,
+                        "ci_high": high,
+                        "onsets_observed": int(group.onset_observed.sum()),
+                        "median_onset": fit["median"],
+                        "median_onset_low": fit["median_low"],
+                        "median_onset_high": fit["median_high"],
+                        "budget_step": float(group.budget_step.max()),
+                    }
+                )
+    return pd.DataFrame(rows, columns=ARM_COLUMNS)

@@ -1,17 +1,28 @@
-"""Learning curves of a run (its validation rows in metrics.jsonl) and the convergence flag read from them.
+"""Learning curves of a run (its validation rows in metrics.jsonl): the take-up event and the convergence flag.
 
-A run is `converged` when, over the last quarter of training, both
-  - the validation reconstruction NLL per token moved by less than RECON_TOLERANCE of its final value, and
-  - I(x;z) moved by less than MI_TOLERANCE of max(|final I(x;z)|, MI_FLOOR).
-The change is taken between the last evaluation at or before 3/4 of the steps and the final one.
+Take-up. Per seed, the latent's use is a phase transition: validation I(x;z) sits at 0, then jumps within a few
+hundred steps, or never does within the budget. So a run's primary outcome is an event:
+  - took_up         final I(x;z) >= TAKEUP_THRESHOLD;
+  - onset_step      the first validation step with I(x;z) >= TAKEUP_THRESHOLD, or the last step when there is none;
+  - onset_observed  1 when that step was reached, 0 when the run is right-censored at its budget.
+A run that never took up the latent has not converged to "no use": it is censored, it waited until its budget.
+Why 0.1 nats: an unused latent sits at 1e-4 to 5e-3 nats, and the default pilot's runs that jump land between
+0.38 and 1.07 nats (ln 3 = 1.10 is the most 3 codes can carry), passing 0.1 within one or two evaluations; 0.1 is
+9% of ln 3 and twice the smallest I(x;z) difference of interest (0.05 nats).
+
+Convergence keeps its meaning where it has one. A run is `converged` when, over the last quarter of training,
+  - the validation reconstruction NLL per token moved by less than RECON_TOLERANCE of its final value, and,
+    for a run whose onset was observed,
+  - I(x;z) after its onset moved by less than MI_TOLERANCE of max(|final I(x;z)|, MI_FLOOR).
+The change is taken between the last evaluation at or before 3/4 of the steps (and not before the onset, for
+I(x;z)) and the final one. For a censored run only the reconstruction part applies (mi_change is nan): whether
+its I(x;z) would have stayed at 0 is what censoring leaves open.
 
 Why these values: 5% is half the seed-to-seed spread of one arm's final reconstruction (coefficient of
 variation 0.5-27%, median 11%, over the default pilot's four arms), so a run still drifting by less than
 that cannot move a seed-paired contrast by more than its seeds already do; a decoder still learning its
-tasks moves 10-75% per quarter (config/cold_start.yaml).
-The I(x;z) floor keeps a latent that stays unused (I(x;z) ~ 1e-4 nats, wobbling by 1e-4) from reading as
-unconverged; 0.05 nats is 7% of the information in a fair coin, below any separation worth reporting, and
-10% of it is a drift too small to turn a verdict.
+tasks moves 10-75% per quarter (config/cold_start.yaml). 10% of max(I(x;z), 0.05 nats) is a drift too small
+to turn a verdict.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+TAKEUP_THRESHOLD = 0.1  # nats of validation I(x;z)
 RECON_TOLERANCE = 0.05
 MI_TOLERANCE = 0.10
 MI_FLOOR = 0.05  # nats
@@ -38,6 +50,7 @@ CURVE_METRICS = (
     "active_units",
     "shuffled_z_nll_rise_per_token",
     "shuffled_z_nll_rise_per_example",
+    "strategy_information",
     "nmi",
     "ami",
     RECON_CURVE,
@@ -61,12 +74,15 @@ def train_diagnostics(train_rows: Sequence[dict]) -> dict[str, float]:
     }
 
 
-def last_quarter_change(steps: Sequence[int], values: Sequence[float], floor: float = 0.0) -> float:
-    """|v(T) - v(t0)| / max(|v(T)|, floor), t0 the last evaluation at or before (1 - LAST_SHARE) T; nan if none is."""
+def last_quarter_change(steps: Sequence[int], values: Sequence[float], floor: float = 0.0, from_first: bool = False) -> float:
+    """|v(T) - v(t0)| / max(|v(T)|, floor), t0 the last evaluation at or before (1 - LAST_SHARE) T; nan if none is.
+    from_first: t0 is the first of `steps` when it comes later than that (the onset, for I(x;z) after it)."""
     if not steps:
         return math.nan
     final_step = steps[-1]
     earlier = [i for i, step in enumerate(steps) if step <= (1 - LAST_SHARE) * final_step]
+    if not earlier and from_first and len(steps) > 1:
+        earlier = [0]
     if not earlier:
         return math.nan
     start, final = values[earlier[-1]], values[-1]
@@ -74,13 +90,30 @@ def last_quarter_change(steps: Sequence[int], values: Sequence[float], floor: fl
     return abs(final - start) / scale if scale > 0 else 0.0
 
 
-def convergence(validation_rows: Sequence[dict]) -> dict[str, float]:
-    """recon_rel_change, mi_change (as defined in the module docstring) and converged (1.0 / 0.0).
+def takeup(validation_rows: Sequence[dict]) -> dict[str, float]:
+    """took_up, onset_step and onset_observed of a run (module docstring), and its budget: the last validation step."""
+    onset = next((row["step"] for row in validation_rows if row[MI_CURVE] >= TAKEUP_THRESHOLD), None)
+    return {
+        "budget_step": float(validation_rows[-1]["step"]),
+        "took_up": float(validation_rows[-1][MI_CURVE] >= TAKEUP_THRESHOLD),
+        "onset_step": float(validation_rows[-1]["step"] if onset is None else onset),
+        "onset_observed": float(onset is not None),
+    }
 
-    A run with too few evaluations to span its last quarter has nan changes and is not converged.
+
+def convergence(validation_rows: Sequence[dict]) -> dict[str, float]:
+    """The take-up event, recon_rel_change, mi_change (after the onset; nan for a censored run) and converged (1.0 / 0.0).
+
+    A run with too few evaluations to span its last quarter (or, for I(x;z), to follow its onset) is not converged.
     """
+    event = takeup(validation_rows)
     steps = [row["step"] for row in validation_rows]
     recon = last_quarter_change(steps, [row[RECON_CURVE] for row in validation_rows])
-    mi = last_quarter_change(steps, [row[MI_CURVE] for row in validation_rows], floor=MI_FLOOR)
-    converged = recon < RECON_TOLERANCE and mi < MI_TOLERANCE  # nan compares False
-    return {"recon_rel_change": recon, "mi_change": mi, "converged": float(converged)}
+    if event["onset_observed"]:
+        after = [row for row in validation_rows if row["step"] >= event["onset_step"]]
+        mi = last_quarter_change([row["step"] for row in after], [row[MI_CURVE] for row in after], floor=MI_FLOOR, from_first=True)
+        converged = recon < RECON_TOLERANCE and mi < MI_TOLERANCE  # nan compares False
+    else:
+        mi = math.nan
+        converged = recon < RECON_TOLERANCE
+    return {**event, "recon_rel_change": recon, "mi_change": mi, "converged": float(converged)}

@@ -3,9 +3,13 @@
     python -m experiments.synthetic_sequences.disentangled.plots --runs results/tables/runs.parquet \\
         --mean-vs-sum results/tables/mean_vs_sum.parquet --curves results/tables/curves.parquet --out-dir results/plots
 
-separation.png    strategy NMI and probe accuracy of every arm that was run (bars: seed mean; dots: seeds)
+takeup.png        per (family, term, alpha): the Kaplan-Meier curve of take-up over steps, a line per arm with its
+                  censored runs marked, and a strip per arm of every seed's final I(x;z) and strategy information
+separation.png    strategy information (from the posterior), argmax NMI and probe accuracy of every arm (bars: seed
+                  mean; dots: seeds)
 latent_usage.png  I(x;z), KL and the NLL rise when z is shuffled, same layout
-mean_vs_sum.png   the paired contrasts (sum-mean and the controls) with their 95% paired t intervals
+mean_vs_sum.png   the contrasts (sum-mean and the controls): take-up with its Newcombe interval, the others paired by
+                  seed with their 95% paired t intervals
 curves.png        validation learning curves: a row per family, term and alpha, a column per headline metric;
                   mean and sum in the mode colours, controls dashed, thin lines seeds, thick lines their mean
 """
@@ -24,7 +28,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from core.disentanglement.artifacts import atomic_path  # noqa: E402
+from experiments.synthetic_sequences.disentangled.contrasts import ONSET, PRIMARY  # noqa: E402
 from experiments.synthetic_sequences.disentangled.grid import parse_control_of  # noqa: E402
+from experiments.synthetic_sequences.disentangled.inference import kaplan_meier  # noqa: E402
 
 MODE_COLOURS = {"mean": "#4C72B0", "sum": "#DD8452"}
 COMPARISON_COLOURS = {
@@ -50,7 +56,8 @@ ARM_STYLES = {  # arm -> (colour, line style): a control is drawn in the colour 
 }
 CURVE_METRICS = {
     "mutual_information": "I(x;z) (nats)",
-    "nmi": "NMI (codes vs strategy)",
+    "strategy_information": "strategy information I(z;s)/H(s)",
+    "nmi": "NMI (argmax codes vs strategy)",
     "shuffled_z_nll_rise_per_token": "shuffled-z NLL rise / token",
     "recon_nll_per_token": "reconstruction NLL / token",
 }
@@ -89,7 +96,7 @@ def by_condition(runs: pd.DataFrame, metrics: Sequence[str], path: Path, title: 
 
 
 def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
-    """Per metric: each contrast that was computed, as a point with its 95% paired t interval (none with one seed)."""
+    """Per metric: each contrast that was computed, as a point with its 95% interval (none for a single seed pair)."""
     contrasts = table.groupby(["family", "term", "alpha", "comparison"]).ngroups
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 0.35 * max(4, contrasts) + 1.5), squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=True):
@@ -100,14 +107,18 @@ def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
             if not rows.any():
                 continue
             chosen = subset[rows]
-            delta = chosen["delta"].to_numpy(dtype=float)
+            delta = chosen["estimate"].to_numpy(dtype=float)
             error = np.nan_to_num([delta - chosen["ci_low"].to_numpy(dtype=float), chosen["ci_high"].to_numpy(dtype=float) - delta])
             ax.errorbar(delta, y[rows.to_numpy()], xerr=error, fmt="o", color=colour, label=comparison, capsize=3)
         ax.axvline(0, color="grey", lw=0.8)
-        ax.set_yticks(y, [f"{r.family} {r.term} a={r.alpha:g}: {r.comparison} (n={r.n})" for r in subset.itertuples()], fontsize=7)
-        ax.set_title(f"{metric}: paired difference, 95% t interval", fontsize=9)
+        labels = [f"{r.family} {r.term} a={r.alpha:g}: {r.comparison} (n={r.n_a}, {r.n_b})" for r in subset.itertuples()]
+        ax.set_yticks(y, labels, fontsize=7)
+        kind = "difference in share of runs, Newcombe" if metric == PRIMARY else "paired difference, t"
+        ax.set_title(f"{metric}: {kind} 95% interval", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
-    axes[0, 0].legend(fontsize=7)
+    handles = {label: handle for ax in axes[0] for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)}
+    if handles:  # beside the panels, clear of the points
+        axes[0, -1].legend(handles.values(), handles.keys(), fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     save(fig, path)
 
@@ -139,14 +150,56 @@ def curves(table: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
     save(fig, path)
 
 
+def takeup_curve(ax, arm: pd.DataFrame, colour: str, style: str, label: str) -> None:
+    """Share of the arm's runs that have taken up the latent by each step (1 - Kaplan-Meier), censored runs marked."""
+    budget = float(arm.budget_step.max())
+    fit = kaplan_meier(arm[ONSET], arm.onset_observed)
+    steps = np.concatenate([[0.0], fit["steps"], [budget]])
+    taken = np.concatenate([[0.0], 1 - fit["survival"], [1 - fit["survival"][-1] if len(fit["survival"]) else 0.0]])
+    ax.step(steps, taken, where="post", color=colour, ls=style, lw=2, label=f"{label} ({int(arm[PRIMARY].sum())}/{len(arm)})")
+    censored = arm[arm.onset_observed < 1]
+    if not censored.empty:
+        level = np.interp(censored[ONSET], steps, taken)  # the curve's height where each censored run ends
+        ax.scatter(censored[ONSET], level, marker="|", s=120, color=colour, zorder=3)
+
+
+def takeup(runs: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
+    """A row per (main family, term, alpha): the take-up curves, then the per-seed strips of I(x;z) and strategy information."""
+    keyed = runs.assign(arm=arm_column(runs), panel_family=runs.family.map(lambda family: control_of.get(family, family)))
+    panels = sorted(keyed.groupby(["panel_family", "term", "alpha"]).groups)
+    strips = {"mutual_information": "final test I(x;z) (nats)", "strategy_information": "strategy information"}
+    fig, axes = plt.subplots(len(panels), 1 + len(strips), figsize=(13, 3.2 * len(panels)), squeeze=False)
+    for (family, term, alpha), row_axes in zip(panels, axes, strict=True):
+        panel = keyed[(keyed.panel_family == family) & (keyed.term == term) & (keyed.alpha == alpha)]
+        present = [arm for arm in ARM_STYLES if arm in set(panel.arm)]
+        for arm in present:
+            takeup_curve(row_axes[0], panel[panel.arm == arm], *ARM_STYLES[arm], arm)
+        row_axes[0].set(ylim=(-0.03, 1.03), xlabel="step", ylabel="share of runs taken up", title=f"{family} {term} a={alpha:g}: take-up")
+        row_axes[0].legend(fontsize=7, title="arm (k/n); | censored", title_fontsize=7)
+        for ax, (metric, label) in zip(row_axes[1:], strips.items(), strict=True):
+            for x, arm in enumerate(present):
+                values = panel.loc[panel.arm == arm, metric].dropna().to_numpy() if metric in panel else np.array([])
+                jitter = np.random.default_rng(x).uniform(-0.15, 0.15, len(values))  # fixed: the same picture every run
+                marker = "s" if ARM_STYLES[arm][1] == "--" else "o"  # a control: squares, as its curve is dashed
+                ax.scatter(x + jitter, values, color=ARM_STYLES[arm][0], marker=marker, s=22, edgecolor="black", linewidth=0.4)
+            ax.set_xticks(range(len(present)), present)
+            ax.set(ylabel=label, title=f"{label}, one dot per seed")
+        for ax in row_axes:
+            ax.grid(alpha=0.3)
+    fig.tight_layout()
+    save(fig, path)
+
+
 def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: dict[str, str]) -> list[Path]:
     out_dir = Path(out_dir)
     runs, contrasts, curve_table = pd.read_parquet(runs_path), pd.read_parquet(mean_vs_sum_path), pd.read_parquet(curves_path)
-    outputs = [out_dir / f"{name}.png" for name in ("separation", "latent_usage", "mean_vs_sum", "curves")]
-    by_condition(runs, ["nmi", "probe_accuracy"], outputs[0], "Strategy separation on the test split")
-    by_condition(runs, ["mutual_information", "kl", "shuffled_z_nll_rise_per_token"], outputs[1], "Latent usage on the test split")
-    deltas(contrasts, ["mutual_information", "nmi", "shuffled_z_nll_rise_per_token"], outputs[2])
-    curves(curve_table, control_of, outputs[3])
+    outputs = [out_dir / f"{name}.png" for name in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves")]
+    takeup(runs, control_of, outputs[0])
+    separation_metrics = ["strategy_information", "nmi", "probe_accuracy"]
+    by_condition(runs, separation_metrics, outputs[1], "Strategy separation on the test split (NMI: argmax codes; probe: E_q[z] / q)")
+    by_condition(runs, ["mutual_information", "kl", "shuffled_z_nll_rise_per_token"], outputs[2], "Latent usage on the test split")
+    deltas(contrasts[contrasts.subset == "all"], [PRIMARY, "mutual_information", "strategy_information"], outputs[3])
+    curves(curve_table, control_of, outputs[4])
     return outputs
 
 

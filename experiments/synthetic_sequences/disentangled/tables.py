@@ -9,11 +9,13 @@ extract writes one tidy (long) table per run: its parameters, then one row per
 (scope `run`: token counts, base-loss minima, kappa/eta extremes, convergence)
 and the validation learning curves (scope `curve`, one row per evaluation step).
 aggregate writes, as parquet + CSV (+ Markdown for the small ones):
-  runs          one row per run: test metrics, diagnostics and the `converged` flag as columns
+  runs          one row per run: test metrics, the take-up event, diagnostics and the `converged` flag as columns
   aggregate     mean and sd over seeds per family, term, mode and alpha
-  mean_vs_sum   paired contrasts (sum-mean, scale-mean, balance-mean, sum-scale, sum-balance) with 95% paired t intervals
+  takeup        per arm: runs that took up the latent (k of n, Clopper-Pearson) and the Kaplan-Meier median onset
+  mean_vs_sum   every contrast (sum-mean, scale-mean, balance-mean, sum-scale, sum-balance) of every endpoint, with
+                its interval, exact test, adjusted p, equivalence p and seeds needed (contrasts.py)
   confounds     how much length says about strategy and task, token-count diagnostics, sample quality per length bucket
-  verdict       per family, term and alpha: does sum change I(x;z) and NMI, and which control accounts for it
+  verdict       per family, term and alpha: take-up, onset, magnitude and separation, and each control's share
   curves        one row per (run, step, metric) of the validation learning curves (parquet + CSV)
 """
 
@@ -29,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path
-from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
+from experiments.synthetic_sequences.disentangled.contrasts import arm_table, contrast_table
 from experiments.synthetic_sequences.disentangled.curves import CURVE_METRICS, convergence
 from experiments.synthetic_sequences.disentangled.grid import parse_control_of, parse_run_path
 from experiments.synthetic_sequences.disentangled.run_files import (
@@ -39,11 +41,15 @@ from experiments.synthetic_sequences.disentangled.run_files import (
     read_json,
     validation_lines,
 )
-from experiments.synthetic_sequences.disentangled.verdict import markdown, verdict_markdown, verdict_table
+from experiments.synthetic_sequences.disentangled.verdict import verdict_table
+from experiments.synthetic_sequences.disentangled.verdict_text import markdown, verdict_markdown
 
 RUN_COLUMNS = ["family", "model", "controls", "term", "mode", "alpha", "seed", "beta", "reconstruction_scale", "warm_start"]
 # the headline metrics: compared across modes, aggregated over seeds, plotted
 HEADLINE = [
+    "took_up",
+    "onset_step",
+    "strategy_information",
     "nmi",
     "ami",
     "ari",
@@ -136,8 +142,11 @@ def write_table(frame: pd.DataFrame, stem: Path, formats: Sequence[str] = ("parq
 
 
 def runs_table(metrics: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: its test-split metrics and its diagnostics (scope `run`) as columns."""
-    per_run = metrics[metrics.scope.isin(("overall", "run"))]
+    """One row per run: its test-split metrics, its diagnostics (scope `run`) and its strategy information within each
+    task (`strategy_information_<task>`) as columns."""
+    within_task = metrics[metrics.scope.str.startswith("task:") & (metrics.metric == "strategy_information")]
+    within_task = within_task.assign(metric="strategy_information_" + within_task.scope.str.removeprefix("task:"))
+    per_run = pd.concat([metrics[metrics.scope.isin(("overall", "run"))], within_task])
     table = per_run.pivot_table(index=RUN_COLUMNS, columns="metric", values="value").reset_index().rename_axis(columns=None)
     return table.dropna(axis=1, how="all")
 
@@ -210,6 +219,7 @@ def aggregate(
     tables = {
         "runs": runs,
         "aggregate": aggregate_table(runs),
+        "takeup": arm_table(runs, control_of),
         "mean_vs_sum": contrasts,
         "confounds": confound_table(read_json(data_summary_path), [read_json(path) for path in reference_paths], metrics),
         "verdict": verdict_table(runs, contrasts, control_of),
@@ -220,7 +230,7 @@ def aggregate(
     for name, table in tables.items():
         write_table(table, out_dir / name, formats=("parquet", "csv") if name == "verdict" else ("parquet", "csv", "md"))
     with atomic_path(out_dir / "verdict.md") as tmp:
-        tmp.write_text(verdict_markdown(tables["verdict"]))
+        tmp.write_text(verdict_markdown(tables["verdict"], runs, control_of))
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables

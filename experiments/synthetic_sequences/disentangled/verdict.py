@@ -1,175 +1,274 @@
-"""The verdict: for each family, term and alpha, does sum change I(x;z) and NMI, and which confound accounts for it.
-
-Read from the paired contrasts (contrasts.py), with a smallest effect of interest m per metric (MARGINS):
-
-  effect of sum (sum - mean interval):
-    higher / lower   the interval excludes 0
-    no change        the interval lies inside [-m, +m]
-    inconclusive     neither (or fewer than 2 seeds): `seeds_to_resolve` gives how many seeds would, at the
-                     observed mean difference and paired sd, either exclude 0 or fit inside [-m, +m]
-  each control C (scale, balance) for an effect that is higher / lower, from the sum - C interval:
-    accounts         inside [-m, +m]: C reproduces sum's value
-    falls short      excludes 0 on the effect's side: sum goes beyond what C reproduces
-    overshoots       excludes 0 on the other side: C goes beyond sum
-    unclear          neither
-  accounted_for: `scale`, `balance` or `both` (the controls that account), `neither` (every control run is
-    determined and none accounts), `inconclusive` (some control is unclear), `no controls run`.
-A verdict that rests on any run not flagged converged says so.
+"""The verdict: per family, term and alpha, does sum change take-up of the latent, its onset, its magnitude and
+the strategy separation it carries, and how much of it does each control reproduce? RULE states how it is read;
+verdict.md prints it above the sentences.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 
-from experiments.synthetic_sequences.disentangled.contrasts import arms, seeds_to_resolve
+from experiments.synthetic_sequences.disentangled.contrasts import MARGINS, ONSET, PRIMARY, arms
+from experiments.synthetic_sequences.disentangled.curves import TAKEUP_THRESHOLD
+from experiments.synthetic_sequences.disentangled.inference import ALPHA, MAX_SEEDS, POWER, kaplan_meier
 
-VERDICT_METRICS = ("mutual_information", "nmi")
-MARGINS = {"mutual_information": 0.05, "nmi": 0.05}  # smallest effect of interest: nats of I(x;z); NMI units
-LABELS = {"mutual_information": "I(x;z)", "nmi": "NMI"}
 CONTROL_ARMS = ("scale", "balance")
+RULE = f"""Endpoints, in order (contrasts.py has the tests; p values are adjusted: Holm for take-up, Benjamini-Hochberg
+for the others):
+  take-up     share of runs whose final validation I(x;z) >= {TAKEUP_THRESHOLD:g} nats (primary); margin +-{MARGINS[PRIMARY]:g} of the runs
+  onset       Kaplan-Meier median step of take-up; log-rank test (no equivalence claim is made for onset)
+  magnitude   test I(x;z) among the seeds whose runs took up the latent in both arms; margin +-{MARGINS["mutual_information"]:g} nats
+  separation  strategy information, I(z; strategy) / H(strategy) from the posterior itself, all runs; margin
+              +-{MARGINS["strategy_information"]:g}
+Reading of a contrast a - b, from its 95% interval and adjusted p:
+  no difference                           the interval lies inside +-margin and holds 0
+  below the smallest effect of interest   the interval lies inside +-margin and excludes 0
+  raises / lowers                         otherwise, when the adjusted p < {ALPHA:g} and the interval excludes 0
+  cannot be resolved at n                 anything else; the line gives the smallest p the test can give at
+                                          this n and the seeds per arm that would resolve it at the observed
+                                          values ({POWER:.0%} power at alpha {ALPHA:g}, for take-up at alpha / the planned
+                                          contrasts; or an interval inside +-margin)
+  onset reads earlier / later (adjusted log-rank p < {ALPHA:g}) or cannot be told apart.
+Each control C (scale, balance), when sum raises or lowers an endpoint:
+  all of it    C - mean reads as sum - mean does, and sum - C reads no difference (or below the margin)
+  part of it   C - mean and sum - C both read as sum - mean does: C lies between mean and sum
+  none of it   C - mean reads no difference (or below the margin)
+  unclear      anything else"""
+SAME = ("no difference", "below the smallest effect of interest")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    metric: str
+    subset: str
+    label: str
+
+
+ENDPOINTS = (
+    Endpoint("take-up", PRIMARY, "all", "take-up"),
+    Endpoint("onset", ONSET, "all", "onset of take-up"),
+    Endpoint("magnitude", "mutual_information", "took_up", "I(x;z) among the seeds that took up in both arms"),
+    Endpoint("separation", "strategy_information", "all", "strategy information"),
+)
+STATISTICS = ("n_a", "n_b", "estimate", "ci_low", "ci_high", "p", "p_adjusted", "smallest_p")  # of the sum - mean row
 COLUMNS = [
     "family",
     "term",
     "alpha",
+    "endpoint",
     "metric",
-    "n",
-    "sum_minus_mean",
+    "subset",
+    "n_a",
+    "n_b",
+    "estimate",
     "ci_low",
     "ci_high",
-    "effect",
-    "accounted_for",
-    "seeds_to_resolve",
+    "p",
+    "p_adjusted",
+    "smallest_p",
+    "reading",
+    "scale",
+    "balance",
+    "seeds_needed",
     "runs",
     "unconverged_runs",
     "verdict",
 ]
 
 
-def classify_effect(row, margin: float) -> str:
-    if row["n"] < 2 or not math.isfinite(row["ci_low"]):
-        return "inconclusive"
-    if row["ci_low"] > 0:
-        return "higher"
-    if row["ci_high"] < 0:
-        return "lower"
-    if -margin <= row["ci_low"] and row["ci_high"] <= margin:
-        return "no change"
-    return "inconclusive"
+def finite(value) -> bool:
+    return value is not None and not pd.isna(value) and math.isfinite(value)
 
 
-def control_status(row, effect: str, margin: float) -> str:
-    """How the sum - C interval places control C against an effect that is `higher` or `lower`."""
-    kind = classify_effect(row, margin)
-    if kind == "no change":
-        return "accounts"
-    if kind == "inconclusive":
-        return "unclear"
-    return "falls short" if kind == effect else "overshoots"
+def reading(row: dict | None, margin: float) -> str:
+    """How one contrast row reads (module docstring); onset rows read earlier / later / cannot be told apart."""
+    if row is None:
+        return "not run"
+    if row["metric"] == ONSET:
+        if not finite(row["p"]):
+            return "no onset in either arm"
+        if row["p_adjusted"] < ALPHA:
+            return "earlier" if onset_sooner(row) else "later"
+        return "cannot be told apart"
+    low, high = row["ci_low"], row["ci_high"]
+    if finite(low) and finite(high) and -margin <= low and high <= margin:
+        return "no difference" if low <= 0 <= high else "below the smallest effect of interest"
+    if finite(row["p_adjusted"]) and row["p_adjusted"] < ALPHA and finite(low) and (low > 0 or high < 0):
+        return "raises" if row["estimate"] > 0 else "lowers"
+    return "cannot be resolved"
 
 
-def accounted_for(statuses: dict[str, str]) -> str:
-    if not statuses:
-        return "no controls run"
-    if "unclear" in statuses.values():
-        return "inconclusive"
-    accounting = [kind for kind in CONTROL_ARMS if statuses.get(kind) == "accounts"]
-    if len(accounting) == 2:
-        return "both"
-    return accounting[0] if accounting else "neither"
+def onset_sooner(row: dict) -> bool:
+    """Whether arm a's onsets come sooner: its median is earlier, or only its median is reached."""
+    if finite(row["estimate"]):
+        return row["estimate"] < 0
+    return finite(row["median_a"]) and not finite(row["median_b"])
 
 
-def interval_text(row) -> str:
-    if not math.isfinite(row["ci_low"]):
-        return f"{row['delta']:+.3f} (n={row['n']}, no interval)"
-    return f"{row['delta']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+def control_share(effect: str, control_vs_mean: str, sum_vs_control: str) -> str:
+    if control_vs_mean == effect and sum_vs_control in SAME:
+        return "all of it"
+    if control_vs_mean == effect and sum_vs_control == effect:
+        return "part of it"
+    if control_vs_mean in SAME:
+        return "none of it"
+    return "unclear"
 
 
-def judge(effect_row: dict, control_rows: dict[str, dict], margin: float) -> dict:
-    """effect, each control's status, accounted_for and seeds_to_resolve for one sum - mean contrast and its controls."""
-    effect = classify_effect(effect_row, margin)
-    if effect not in ("higher", "lower"):
-        needed = seeds_to_resolve(effect_row["delta"], effect_row["sd"], margin) if effect == "inconclusive" else math.nan
-        return {"effect": effect, "statuses": {}, "accounted_for": "-", "seeds_to_resolve": needed}
-    statuses = {kind: control_status(row, effect, margin) for kind, row in control_rows.items()}
-    unclear = [seeds_to_resolve(control_rows[k]["delta"], control_rows[k]["sd"], margin) for k, s in statuses.items() if s == "unclear"]
-    return {
-        "effect": effect,
-        "statuses": statuses,
-        "accounted_for": accounted_for(statuses),
-        "seeds_to_resolve": max(unclear, default=math.nan),
-    }
+def number(value, digits: int = 3) -> str:
+    return f"{value:+.{digits}f}" if finite(value) else "-"
 
 
-def sentence(where: str, metric: str, effect_row: dict, control_rows: dict[str, dict], judged: dict, runs: int, unconverged: int) -> str:
-    label, effect = LABELS[metric], judged["effect"]
-    verb = {"higher": f"raises {label}", "lower": f"lowers {label}", "no change": f"does not change {label}"}.get(
-        effect, f"may or may not change {label}"
-    )
-    text = f"{where}: sum {verb}: sum - mean {interval_text(effect_row)}, n={effect_row['n']} seeds"
-    if judged["statuses"]:
-        details = "; ".join(f"sum - {kind} {interval_text(control_rows[kind])}: {status}" for kind, status in judged["statuses"].items())
-        text += f". Accounted for by: {judged['accounted_for']} ({details})"
-    elif effect in ("higher", "lower"):
-        text += ". No control was run, so scale and length weighting cannot be told apart"
-    needed = judged["seeds_to_resolve"]
-    if not math.isnan(needed):
-        text += f". Inconclusive: {'more than 1000' if needed == math.inf else int(needed)} seeds would resolve it at the observed sd"
-    if unconverged:
-        text += f". Rests on {unconverged} of {runs} runs not flagged converged"
-    return text + "."
+def p_text(row: dict) -> str:
+    return f"{row['test']} p = {row['p']:.2g} ({row['adjustment']} {row['p_adjusted']:.2g})" if finite(row["p"]) else row["test"]
+
+
+def contrast_text(row: dict) -> str:
+    """'sum - mean +0.600 [+0.231, +0.814], boschloo p = 0.0054 (holm 0.027)'; an onset row has no estimate to print
+    where a median is not reached."""
+    interval = f" [{number(row['ci_low'])}, {number(row['ci_high'])}]" if finite(row["ci_low"]) else ""
+    estimate = f" {number(row['estimate'], 0)} steps" if row["metric"] == ONSET else f" {number(row['estimate'])}"
+    if not finite(row["estimate"]):
+        estimate = ""
+    return f"{row['comparison'].replace('-', ' - ')}{estimate}{interval}, {p_text(row)}"
+
+
+def sample_size(row: dict) -> str:
+    return f"n = {row['n_a']} per arm" if row["n_a"] == row["n_b"] else f"n = {row['n_a']} vs {row['n_b']}"
+
+
+def resolvability(row: dict, planned: int) -> str:
+    """Why this n cannot resolve the contrast, and the seeds that would."""
+    smallest = row["smallest_p"]
+    text = f"cannot be resolved at {sample_size(row)}"
+    if finite(smallest):
+        reachable = min(1.0, smallest * planned) if row["metric"] == PRIMARY else smallest
+        text += f": the smallest p {row['test'].split(',')[0]} can give at this n is {smallest:.2g}"
+        if row["metric"] == PRIMARY and planned > 1:
+            text += f" ({reachable:.2g} under Holm over {planned} contrasts)"
+        if reachable >= ALPHA:
+            text += ", so no outcome at this n reaches 0.05"
+    needed = row["seeds_needed"]
+    if finite(needed) and needed <= min(row["n_a"], row["n_b"]):
+        text += "; the observed values sit at the edge of resolving (the adjusted p or the interval falls short): add seeds"
+    elif finite(needed):
+        text += f"; about {int(needed)} seeds per arm would resolve it at the observed values"
+    elif needed == math.inf:
+        text += f"; more than {MAX_SEEDS} seeds per arm would be needed at the observed values"
+    return text
+
+
+def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, planned: int) -> dict:
+    """One endpoint of one (family, term, alpha): its reading, each control's share and the sentence."""
+    effect_row = rows.get("sum-mean")
+    margin = MARGINS.get(endpoint.metric, math.nan)
+    if effect_row is None:
+        text = f"{endpoint.label}: no seed has runs in both arms to compare."
+        if endpoint.subset == "took_up":
+            text = f"{endpoint.label}: no seed took up the latent in both the mean and the sum arm, so there is nothing to pair."
+        return {"reading": "not comparable", "shares": {}, "text": text, "row": None}
+    effect = reading(effect_row, margin)
+    text = f"{endpoint.label} ({arm_text}): {contrast_text(effect_row)}: "
+    if effect == "cannot be resolved":
+        text += resolvability(effect_row, planned)
+    elif endpoint.metric == ONSET:
+        text += f"sum's onset comes {effect}" if effect in ("earlier", "later") else effect
+    else:
+        text += {"raises": f"sum raises {endpoint.label}", "lowers": f"sum lowers {endpoint.label}"}.get(effect, effect)
+    shares = {}
+    if effect in ("raises", "lowers"):
+        for kind in CONTROL_ARMS:
+            if f"{kind}-mean" in rows and f"sum-{kind}" in rows:
+                shares[kind] = control_share(effect, reading(rows[f"{kind}-mean"], margin), reading(rows[f"sum-{kind}"], margin))
+        details = [
+            f"{kind} reproduces {share} ({contrast_text(rows[f'{kind}-mean'])}; {contrast_text(rows[f'sum-{kind}'])})"
+            for kind, share in shares.items()
+        ]
+        text += ". " + ("; ".join(details) if details else "No control was run, so scale and length weighting cannot be told apart")
+    return {"reading": effect, "shares": shares, "text": text + ".", "row": effect_row}
+
+
+def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame]) -> str:
+    """Per arm, what the endpoint counts: 'mean 0/10, sum 6/10' for take-up, the seeds behind the others."""
+    if endpoint.metric == PRIMARY:
+        return ", ".join(f"{name} {int(arm[PRIMARY].sum())}/{len(arm)}" for name, arm in group_arms.items())
+    if endpoint.metric == ONSET:
+        parts = []
+        for name, arm in group_arms.items():
+            median = kaplan_meier(arm[ONSET], arm.onset_observed)["median"]
+            reached = f"median step {median:.0f}" if finite(median) else "median not reached"
+            parts.append(f"{name} {int(arm.onset_observed.sum())} of {len(arm)} with an onset, {reached}")
+        return "; ".join(parts)
+    if endpoint.subset == "took_up":
+        return ", ".join(f"{name} {int(arm[PRIMARY].sum())} took up" for name, arm in group_arms.items())
+    return ", ".join(f"{name} n={len(arm)}" for name, arm in group_arms.items())
+
+
+def runs_behind(group_arms: dict[str, pd.DataFrame]) -> str:
+    """'mean: discrete/raw_mean_0 seeds 0-9; sum: ...' (seed ranges collapsed)."""
+    parts = []
+    for name, arm in group_arms.items():
+        seeds = sorted(int(s) for s in arm.seed)
+        spans = []
+        for seed in seeds:
+            if spans and seed == spans[-1][1] + 1:
+                spans[-1][1] = seed
+            else:
+                spans.append([seed, seed])
+        seed_text = ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+        first = arm.iloc[0]
+        parts.append(f"{name}: {first.family}/{first.term}_{first['mode']}_{first.alpha:g} seeds {seed_text}")
+    return "; ".join(parts)
 
 
 def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
-    """One row per (main family, term, alpha, verdict metric) with a sum - mean contrast; see the module docstring."""
+    """One row per (main family, term, alpha, endpoint) whose family has a mean and a sum arm; see the module docstring."""
     rows = []
-    family_arms = arms(runs, control_of)
-    index = contrasts.set_index(["family", "term", "alpha", "comparison", "metric"]).sort_index()
-    effects = contrasts[(contrasts.comparison == "sum-mean") & contrasts.metric.isin(VERDICT_METRICS)]
-    for effect_row in effects.to_dict("records"):
-        family, term, alpha, metric = effect_row["family"], effect_row["term"], effect_row["alpha"], effect_row["metric"]
-        control_rows = {
-            kind: index.loc[(family, term, alpha, f"sum-{kind}", metric)].to_dict()
-            for kind in CONTROL_ARMS
-            if (family, term, alpha, f"sum-{kind}", metric) in index.index
-        }
-        judged = judge(effect_row, control_rows, MARGINS[metric])
-        names = ("mean", "sum", *control_rows)
-        involved = pd.concat(arm[(arm.term == term) & (arm.alpha == alpha)] for name, arm in family_arms[family].items() if name in names)
-        unconverged = int((involved["converged"] < 1).sum()) if "converged" in involved else 0
-        where = f"{family} {term} alpha={alpha:g}"
-        rows.append(
-            {
-                "family": family,
-                "term": term,
-                "alpha": alpha,
-                "metric": metric,
-                "n": effect_row["n"],
-                "sum_minus_mean": effect_row["delta"],
-                "ci_low": effect_row["ci_low"],
-                "ci_high": effect_row["ci_high"],
-                "effect": judged["effect"],
-                "accounted_for": judged["accounted_for"],
-                "seeds_to_resolve": judged["seeds_to_resolve"],
-                "runs": len(involved),
-                "unconverged_runs": unconverged,
-                "verdict": sentence(where, metric, effect_row, control_rows, judged, len(involved), unconverged),
-            }
-        )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    for family, family_arms in arms(runs, control_of).items():
+        if not {"mean", "sum"} <= set(family_arms):
+            continue
+        for (term, alpha), _ in family_arms["sum"].groupby(["term", "alpha"]):
+            group_arms = {name: arm[(arm.term == term) & (arm.alpha == alpha)] for name, arm in family_arms.items()}
+            group_arms = {name: arm for name, arm in group_arms.items() if not arm.empty}
+            if "mean" not in group_arms:
+                continue
+            mine = contrasts[(contrasts.family == family) & (contrasts.term == term) & (contrasts.alpha == alpha)]
+            planned = int((mine.metric == PRIMARY).sum())
+            involved = pd.concat(group_arms.values())
+            for endpoint in ENDPOINTS:
+                chosen = mine[(mine.metric == endpoint.metric) & (mine.subset == endpoint.subset)]
+                by_comparison = {row["comparison"]: row for row in chosen.to_dict("records")}
+                if endpoint.metric == ONSET:
+                    for row in by_comparison.values():
+                        add_medians(row, group_arms)
+                line = endpoint_line(endpoint, by_comparison, arm_summary(endpoint, group_arms), planned)
+                effect_row = line["row"] or {}
+                rows.append(
+                    {
+                        "family": family,
+                        "term": term,
+                        "alpha": alpha,
+                        "endpoint": endpoint.name,
+                        "metric": endpoint.metric,
+                        "subset": endpoint.subset,
+                        **{key: effect_row.get(key, math.nan) for key in STATISTICS},
+                        "reading": line["reading"],
+                        **{kind: line["shares"].get(kind, "-") for kind in CONTROL_ARMS},
+                        "seeds_needed": effect_row.get("seeds_needed", math.nan) if line["reading"] == "cannot be resolved" else math.nan,
+                        "runs": runs_behind(group_arms),
+                        "unconverged_runs": int((involved.converged < 1).sum()),
+                        "verdict": line["text"],
+                    }
+                )
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    return table.astype({"n_a": "Int64", "n_b": "Int64"})
 
 
-def markdown(frame: pd.DataFrame, floatfmt: str) -> str:
-    """A Markdown table with '-' where a value is missing (an interval from one seed, say) rather than 'nan'."""
-    return frame.astype(object).where(frame.notna(), None).to_markdown(index=False, floatfmt=floatfmt, missingval="-")
-
-
-def verdict_markdown(verdict: pd.DataFrame) -> str:
-    """The verdict for a reader: the rule, then one sentence per family, term, alpha and metric, then the table."""
-    rule = __doc__.split("\n\n", 1)[1].strip()
-    lines = ["# Verdict: does token-sum change latent usage and strategy separation?", "", "```", rule, "```", ""]
-    lines += [f"- {text}" for text in verdict["verdict"]] or ["- no family has both a mean and a sum run: nothing to compare"]
-    shown = verdict.drop(columns=["verdict"])
-    lines += ["", markdown(shown, floatfmt=".3g") if not shown.empty else ""]
-    return "\n".join(lines) + "\n"
+def add_medians(row: dict, group_arms: dict[str, pd.DataFrame]) -> None:
+    """The Kaplan-Meier medians of an onset row's two arms, for the direction of an onset difference."""
+    for side, name in zip("ab", row["comparison"].split("-"), strict=True):
+        arm = group_arms[name]
+        row[f"median_{side}"] = kaplan_meier(arm[ONSET], arm.onset_observed)["median"]

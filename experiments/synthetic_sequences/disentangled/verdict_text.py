@@ -1,0 +1,88 @@
+"""verdict.md, the page a researcher reads first: the rule, per (family, term, alpha) a sentence per endpoint and
+the per-seed values behind them, and last the command that reaches the seeds the unresolved take-up lines need."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from experiments.synthetic_sequences.disentangled import verdict as rule
+from experiments.synthetic_sequences.disentangled.contrasts import PRIMARY, arms
+
+
+def markdown(frame: pd.DataFrame, floatfmt: str) -> str:
+    """A Markdown table with '-' where a value is missing (an interval from one seed, say) rather than 'nan'."""
+    return frame.astype(object).where(frame.notna(), None).to_markdown(index=False, floatfmt=floatfmt, missingval="-")
+
+
+def seed_cell(run: dict) -> str:
+    """'took up @450 · I 0.62 · SI 0.41', 'censored @1500 · ...', or 'rose @450, fell back · ...'."""
+    if run[PRIMARY] >= 1:
+        event = f"took up @{run['onset_step']:.0f}"
+    elif run["onset_observed"] >= 1:
+        event = f"rose @{run['onset_step']:.0f}, fell back"
+    else:
+        event = f"censored @{run['onset_step']:.0f}"
+    information = run.get("strategy_information", math.nan)
+    return f"{event} · I {run['mutual_information']:.3f} · SI {information:.3f}"
+
+
+def seed_table(group_arms: dict[str, pd.DataFrame]) -> str:
+    """Arm x seed: the take-up event, final test I(x;z) and strategy information of every run behind the lines."""
+    cells = {name: {int(run["seed"]): seed_cell(run) for run in arm.to_dict("records")} for name, arm in group_arms.items()}
+    seeds = sorted({seed for column in cells.values() for seed in column})
+    frame = pd.DataFrame({"seed": seeds, **{name: [column.get(seed, "not run") for seed in seeds] for name, column in cells.items()}})
+    return markdown(frame, floatfmt=".3g")
+
+
+def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame) -> str:
+    """The last line: how many seeds the unresolved take-up contrasts need, and the command that trains them."""
+    unresolved = verdict[(verdict.endpoint == "take-up") & (verdict.reading == "cannot be resolved")]
+    now = int(runs.groupby(["family", "term", "mode", "alpha"]).size().max())
+    if unresolved.empty:
+        return f"Every take-up contrast reads resolved at the seeds run ({now} per arm at most)."
+    needed = unresolved.seeds_needed.dropna()
+    finite = needed[needed < math.inf]
+    if finite.empty:
+        return (
+            f"At the observed take-up rates no seed count up to {rule.MAX_SEEDS} per arm resolves the unresolved take-up "
+            "contrasts: the arms are too close for this pilot's question."
+        )
+    target = int(finite.max())
+    text = f"Seeds needed for the unresolved take-up contrasts: about {target} per arm (now {now})."
+    if target > now:
+        text += f" To train them (only the new seeds run): `snakemake --cores 2 --config seeds={target}`."
+    else:
+        text += " The estimate is not above the seeds run: the observed rates sit at the edge of resolving; add seeds."
+    if len(finite) < len(needed):
+        text += f" Some contrasts would need more than {rule.MAX_SEEDS}."
+    return text + " (Families that set their own `seeds:` keep them.)"
+
+
+def verdict_markdown(verdict: pd.DataFrame, runs: pd.DataFrame, control_of: dict[str, str]) -> str:
+    lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", "```", rule.RULE, "```", ""]
+    if verdict.empty:
+        return "\n".join([*lines, "No family has both a mean and a sum run: nothing to compare.", ""])
+    family_arms = arms(runs, control_of)
+    for (family, term, alpha), group in verdict.groupby(["family", "term", "alpha"], sort=False):
+        group_arms = {name: arm[(arm.term == term) & (arm.alpha == alpha)] for name, arm in family_arms[family].items()}
+        group_arms = {name: arm for name, arm in group_arms.items() if not arm.empty}
+        lines += [f"## {family} {term} alpha={alpha:g}", "", f"Runs: {group.runs.iloc[0]}.", ""]
+        lines += [f"- {text}" for text in group.verdict]
+        unconverged = int(group.unconverged_runs.iloc[0])
+        if unconverged:
+            lines.append(
+                f"- {unconverged} of {sum(len(a) for a in group_arms.values())} runs are not flagged converged "
+                "(reconstruction still moving, or I(x;z) still moving after its onset; see `runs`)."
+            )
+        lines += [
+            "",
+            f"Per seed: take-up event (I(x;z) >= {rule.TAKEUP_THRESHOLD:g} nats on validation), "
+            "final test I(x;z) (nats) and strategy information SI.",
+            "",
+            seed_table(group_arms),
+            "",
+        ]
+    lines += ["## Summary", "", markdown(verdict.drop(columns=["verdict", "runs"]), floatfmt=".3g"), "", seeds_line(verdict, runs)]
+    return "\n".join(lines) + "\n"
