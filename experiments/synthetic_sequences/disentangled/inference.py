@@ -23,7 +23,7 @@ import numpy as np
 ALPHA = 0.05
 POWER = 0.8
 EXACT_SIGN_FLIPS = 16  # up to 2^16 patterns enumerated; beyond, SIGN_FLIP_DRAWS random ones
-SIGN_FLIP_DRAWS = 99_999
+SIGN_FLIP_DRAWS = 9_999  # a Monte Carlo p resolves to 1 / (draws + 1) = 1e-4, well clear of 0.05
 MAX_SEEDS = 100  # seeds-needed searches stop here ("more than 100")
 NAN = math.nan
 
@@ -198,7 +198,9 @@ def sign_flip_p(differences: np.ndarray, seed: int = 0) -> tuple[float, int]:
         (np.asarray(differences, dtype=float),),
         np.mean,
         permutation_type="samples",
+        vectorized=True,
         n_resamples=np.inf if exact else SIGN_FLIP_DRAWS,
+        batch=2**EXACT_SIGN_FLIPS,  # every pattern in one pass: scipy's default batching is several times slower
         alternative="two-sided",
         rng=np.random.default_rng(seed),
     )
