@@ -139,7 +139,7 @@ def test_no_table_has_an_all_nan_row_and_every_line_names_its_runs():
     assert text.startswith("# Verdict") and text.count("\n- ") == 4
     assert re.search(r"\|\s+seed \| mean\s+\| sum\s+\| scale\s+\| balance", text)
     assert "censored @1500" in text and "took up @600" in text
-    assert text.rstrip().splitlines()[-1].startswith("Seeds needed for the unresolved take-up contrasts: about")
+    assert text.rstrip().splitlines()[-1].startswith("Seeds needed for the unresolved take-up and separation lines: about")
     assert "snakemake --cores 2 --config seeds=" in text
 
 
@@ -147,3 +147,15 @@ def test_no_table_has_an_all_nan_row_and_every_line_names_its_runs():
 def test_no_verdict_without_a_mean_and_a_sum_run(arms):
     table = runs(*[arm_runs(arm, 1, 3) for arm in arms])
     assert verdict_table(table, contrast_table(table, CONTROL_OF), CONTROL_OF).empty
+
+
+def test_an_unclear_control_share_says_how_many_seeds_would_tell():
+    arms = [arm_runs("mean", 1, 10), arm_runs("sum", 10, 10), arm_runs("scale", 10, 10), arm_runs("balance", 5, 10)]
+    table = runs(*arms)
+    lines = verdict_table(table, contrast_table(table, CONTROL_OF), CONTROL_OF)
+    takeup = lines[lines.endpoint == "take-up"].iloc[0]
+    assert (takeup["reading"], takeup["scale"], takeup["balance"]) == ("raises", "all of it", "unclear")
+    assert "how much of it balance reproduces is unclear" in takeup["verdict"]
+    assert takeup["seeds_needed"] > 10 and f"about {int(takeup['seeds_needed'])} seeds per arm would tell" in takeup["verdict"]
+    last = verdict_markdown(lines, table, CONTROL_OF).rstrip().splitlines()[-1]
+    assert f"--config seeds={int(lines.seeds_needed.max())}`" in last

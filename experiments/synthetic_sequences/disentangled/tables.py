@@ -151,6 +151,19 @@ def runs_table(metrics: pd.DataFrame) -> pd.DataFrame:
     return table.dropna(axis=1, how="all")
 
 
+def check_current_extraction(runs: pd.DataFrame, metric_paths: Sequence[str | Path]) -> None:
+    """Refuse metrics files written by an extraction that predates the take-up event, naming the command that
+    re-extracts them (training is not repeated)."""
+    lacking = runs[runs["took_up"].isna()] if "took_up" in runs else runs
+    if not lacking.empty:
+        first = lacking.iloc[0]
+        raise ValueError(
+            f"{len(lacking)} of {len(metric_paths)} metrics files lack the take-up event (e.g. {first.family} {first['mode']} seed "
+            f"{first.seed}): they were extracted by an older version; re-extract them without retraining: "
+            "snakemake --cores 2 tables --forcerun extract_metrics (with the same --configfile / --config)"
+        )
+
+
 def curves_table(metrics: pd.DataFrame) -> pd.DataFrame:
     """The validation learning curves: one row per (run, step, metric)."""
     curves = metrics[metrics.scope == "curve"].drop(columns="scope")
@@ -215,6 +228,7 @@ def aggregate(
     # one arrow concat, converted to pandas once: half the time of a pandas frame per run at 1,000 runs
     metrics = pa.concat_tables([pq.read_table(path) for path in metric_paths]).to_pandas()
     runs = runs_table(metrics)
+    check_current_extraction(runs, metric_paths)
     contrasts = contrast_table(runs, control_of)
     tables = {
         "runs": runs,

@@ -131,12 +131,14 @@ def contrast_text(row: dict) -> str:
     where a median is not reached."""
     interval = f" [{number(row['ci_low'])}, {number(row['ci_high'])}]" if finite(row["ci_low"]) else ""
     estimate = f" {number(row['estimate'], 0)} steps" if row["metric"] == ONSET else f" {number(row['estimate'])}"
-    if not finite(row["estimate"]):
-        estimate = ""
+    if not finite(row["estimate"]):  # an onset median not reached: no difference of medians to print
+        return f"{row['comparison'].replace('-', ' vs ')}: {p_text(row)}"
     return f"{row['comparison'].replace('-', ' - ')}{estimate}{interval}, {p_text(row)}"
 
 
 def sample_size(row: dict) -> str:
+    if row["interval"] == "paired t":
+        return f"n = {row['n_a']} seed pair{'s' if row['n_a'] != 1 else ''}"
     return f"n = {row['n_a']} per arm" if row["n_a"] == row["n_b"] else f"n = {row['n_a']} vs {row['n_b']}"
 
 
@@ -178,17 +180,30 @@ def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, plan
         text += f"sum's onset comes {effect}" if effect in ("earlier", "later") else effect
     else:
         text += {"raises": f"sum raises {endpoint.label}", "lowers": f"sum lowers {endpoint.label}"}.get(effect, effect)
-    shares = {}
+    shares, needed = {}, effect_row["seeds_needed"] if effect == "cannot be resolved" else math.nan
     if effect in ("raises", "lowers"):
+        details = []
         for kind in CONTROL_ARMS:
-            if f"{kind}-mean" in rows and f"sum-{kind}" in rows:
-                shares[kind] = control_share(effect, reading(rows[f"{kind}-mean"], margin), reading(rows[f"sum-{kind}"], margin))
-        details = [
-            f"{kind} reproduces {share} ({contrast_text(rows[f'{kind}-mean'])}; {contrast_text(rows[f'sum-{kind}'])})"
-            for kind, share in shares.items()
-        ]
-        text += ". " + ("; ".join(details) if details else "No control was run, so scale and length weighting cannot be told apart")
-    return {"reading": effect, "shares": shares, "text": text + ".", "row": effect_row}
+            if f"{kind}-mean" not in rows or f"sum-{kind}" not in rows:
+                continue
+            pair = (rows[f"{kind}-mean"], rows[f"sum-{kind}"])
+            shares[kind] = control_share(effect, *(reading(row, margin) for row in pair))
+            evidence = f"{contrast_text(pair[0])}; {contrast_text(pair[1])}"
+            if shares[kind] != "unclear":
+                details.append(f"{kind} reproduces {shares[kind]} ({evidence})")
+                continue
+            unresolved = [row["seeds_needed"] for row in pair if reading(row, margin) == "cannot be resolved"]
+            needed = max((value for value in (needed, *unresolved) if not pd.isna(value)), default=math.nan)
+            details.append(f"how much of it {kind} reproduces is unclear ({evidence}{seeds_text(max(unresolved, default=math.nan))})")
+        joined = "; ".join(details) or "no control was run, so scale and length weighting cannot be told apart"
+        text += ". " + joined[0].upper() + joined[1:]
+    return {"reading": effect, "shares": shares, "text": text + ".", "row": effect_row, "seeds_needed": needed}
+
+
+def seeds_text(needed: float) -> str:
+    if finite(needed):
+        return f": about {int(needed)} seeds per arm would tell"
+    return f": more than {MAX_SEEDS} seeds per arm would be needed" if needed == math.inf else ""
 
 
 def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame]) -> str:
@@ -257,7 +272,7 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
                         **{key: effect_row.get(key, math.nan) for key in STATISTICS},
                         "reading": line["reading"],
                         **{kind: line["shares"].get(kind, "-") for kind in CONTROL_ARMS},
-                        "seeds_needed": effect_row.get("seeds_needed", math.nan) if line["reading"] == "cannot be resolved" else math.nan,
+                        "seeds_needed": line.get("seeds_needed", math.nan),
                         "runs": runs_behind(group_arms),
                         "unconverged_runs": int((involved.converged < 1).sum()),
                         "verdict": line["text"],

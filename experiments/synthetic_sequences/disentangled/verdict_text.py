@@ -10,6 +10,8 @@ import pandas as pd
 from experiments.synthetic_sequences.disentangled import verdict as rule
 from experiments.synthetic_sequences.disentangled.contrasts import PRIMARY, arms
 
+DECISIVE_ENDPOINTS = ("take-up", "separation")  # the question's two outcomes: the seeds line sizes the pilot for them
+
 
 def markdown(frame: pd.DataFrame, floatfmt: str) -> str:
     """A Markdown table with '-' where a value is missing (an interval from one seed, say) rather than 'nan'."""
@@ -37,26 +39,27 @@ def seed_table(group_arms: dict[str, pd.DataFrame]) -> str:
 
 
 def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame) -> str:
-    """The last line: how many seeds the unresolved take-up contrasts need, and the command that trains them."""
-    unresolved = verdict[(verdict.endpoint == "take-up") & (verdict.reading == "cannot be resolved")]
+    """The last line: how many seeds the unresolved take-up and separation lines need (an unresolved sum - mean
+    contrast, or a control whose share is unclear), and the command that trains them."""
+    decisive = verdict[verdict.endpoint.isin(DECISIVE_ENDPOINTS)]
+    needed = decisive.seeds_needed.dropna()
     now = int(runs.groupby(["family", "term", "mode", "alpha"]).size().max())
-    if unresolved.empty:
-        return f"Every take-up contrast reads resolved at the seeds run ({now} per arm at most)."
-    needed = unresolved.seeds_needed.dropna()
+    if needed.empty:
+        return f"Every take-up and separation line is resolved at the seeds run ({now} per arm at most)."
     finite = needed[needed < math.inf]
     if finite.empty:
         return (
-            f"At the observed take-up rates no seed count up to {rule.MAX_SEEDS} per arm resolves the unresolved take-up "
-            "contrasts: the arms are too close for this pilot's question."
+            f"No seed count up to {rule.MAX_SEEDS} per arm resolves the unresolved take-up and separation lines at the "
+            "observed values: the arms are too close for this pilot's question."
         )
     target = int(finite.max())
-    text = f"Seeds needed for the unresolved take-up contrasts: about {target} per arm (now {now})."
+    text = f"Seeds needed for the unresolved take-up and separation lines: about {target} per arm (now {now})."
     if target > now:
         text += f" To train them (only the new seeds run): `snakemake --cores 2 --config seeds={target}`."
     else:
-        text += " The estimate is not above the seeds run: the observed rates sit at the edge of resolving; add seeds."
+        text += " The estimate is not above the seeds run: the observed values sit at the edge of resolving; add seeds."
     if len(finite) < len(needed):
-        text += f" Some contrasts would need more than {rule.MAX_SEEDS}."
+        text += f" Some lines would need more than {rule.MAX_SEEDS}."
     return text + " (Families that set their own `seeds:` keep them.)"
 
 
