@@ -8,11 +8,15 @@ snakemake --cores 2 tables --forcerun aggregate_tables    rebuild tables and plo
 
 from snakemake.utils import min_version, validate
 
+from experiments.synthetic_sequences.disentangled.config_files import check_config_files
+
 min_version("9.0")
 
 
 configfile: "config/config.yaml"
 
+
+check_config_files(workflow.configfiles)  # a key written twice is refused, not silently the last one
 
 validate(config, "config/schema/config.schema.yaml")
 

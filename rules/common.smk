@@ -1,7 +1,9 @@
 """Helpers for every stage: paths under config['results'], the run grid, CLI flags, config checks."""
 
 import os
+from types import SimpleNamespace
 
+from core.disentanglement.checks import check_heads_divide_width
 from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
 from core.disentanglement.cli import format_pairs
 from core.disentanglement.registry import alternation
@@ -31,6 +33,27 @@ def check_config():
         raise ValueError(
             f"data.min_size ({data['min_size']}) must be <= data.max_size ({data['max_size']})"
         )
+    try:
+        check_heads_divide_width(SimpleNamespace(**config["zfree"]))
+    except ValueError as err:
+        raise ValueError(f"zfree.{err}") from None
+    reference = config["reference"]
+    if reference["source"] != "entangled" and "checkpoint" in reference:
+        raise ValueError(
+            f"reference.checkpoint is read only with source: entangled (source is {reference['source']!r}); "
+            "remove it or set source: entangled"
+        )
+    check_results_folder(config["results"])
+
+
+def check_results_folder(folder):
+    """A results folder the workflow can own: not the filesystem root, no '~' (no shell expands it here), no wildcard braces."""
+    if os.path.abspath(folder) == "/":
+        raise ValueError(f"results: {folder!r} is the filesystem root; give a folder of its own")
+    if folder.startswith("~"):
+        raise ValueError(f"results: {folder!r} starts with '~', which is not expanded here; write the path out")
+    if "{" in folder or "}" in folder:
+        raise ValueError(f"results: {folder!r} holds '{{' or '}}', which snakemake reads as wildcards; rename the folder")
 
 
 def run_grid():

@@ -136,7 +136,7 @@ def hybrid_family(coefficients):
         (hybrid_family({"dist": 0, "raw": 0}), "hybrid_coefficients: every coefficient is 0"),
         (broken(("main", "controls"), "scale"), "families.main.control_of: a family with controls 'scale' needs control_of"),
         (broken(("main", "runs"), [{"term": "hybrid", "modes": ["mean"]}]), "families.main.hybrid: runs[0] uses term 'hybrid'"),
-        ({"bad_name": BASE["main"]}, "family names use letters, digits and '-'"),
+        ({"bad_name": BASE["main"]}, "family names are 1-64 letters, digits and '-'"),
         ({}, "the config defines no family"),
     ],
 )

@@ -114,6 +114,12 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({("families", "discrete", "settings", "steps"): 10.7}, "steps: 10.7 is not allowed; it must be an integer"),
         ({("families", "discrete", "settings", "weight_decay"): -1}, "weight_decay: -1 is not allowed; it must be >= 0"),
         ({("families", "discrete", "settings", "device"): "tpu"}, "allowed values: cpu, auto, cuda, cuda:N, mps"),
+        # checked before data generation and z-free training, naming the field
+        ({("seeds",): [2**32]}, "On instance['seeds']"),
+        ({("families", "discrete", "settings", "n_head"): 3}, "families.discrete: n_head: 3 does not divide d_model 64"),
+        ({("zfree", "n_head"): 3}, "zfree.n_head: 3 does not divide d_model 64"),
+        ({("reference", "checkpoint"): "old/run.pt"}, "reference.checkpoint is read only with source: entangled"),
+        ({("families", "f" * 65): {"model": "shared_discrete", "runs": [{"term": "raw", "modes": ["mean"]}]}}, "family names are 1-64"),
     ],
 )
 def test_bad_config_fails_at_parse_time_naming_the_field(tmp_path, override, message):
@@ -129,6 +135,26 @@ def test_an_empty_results_folder_is_refused(tmp_path, results, message):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({**config, "results": results}))
     run = snakemake("-n", "--configfile", str(tmp_path / "config.yaml"))
     assert run.returncode != 0 and message in run.stdout + run.stderr and "instance['results']" in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    ("results", "message"),
+    [("/", "is the filesystem root"), ("~/x", "starts with '~'"), ("res{x}", "holds '{' or '}'")],
+)
+def test_a_results_folder_the_workflow_cannot_own_is_refused(tmp_path, results, message):
+    run = snakemake("-n", "--configfile", str(write_config(tmp_path, {("results",): results})))
+    assert run.returncode != 0 and f"results: {results!r} {message}" in run.stdout + run.stderr
+    assert not (ROOT / "~").exists()
+
+
+def test_a_key_written_twice_in_a_config_file_is_refused_naming_it_and_its_lines(tmp_path):
+    text = (ROOT / "config" / "config.yaml").read_text()
+    repeated = text + "\nzfree:\n  steps: 10\n"  # a second top-level zfree block: YAML would keep it silently
+    (tmp_path / "config.yaml").write_text(repeated)
+    run = snakemake("-n", "--configfile", str(tmp_path / "config.yaml"), "--config", f"results={tmp_path / 'results'}")
+    line = text.splitlines().index("zfree:                     # core.disentanglement.zfree train") + 1
+    assert run.returncode != 0
+    assert f"key 'zfree' is written twice in one mapping (lines {line} and {len(text.splitlines()) + 2})" in run.stdout + run.stderr
 
 
 def test_a_results_path_with_a_space_reaches_every_command_whole(tmp_path):

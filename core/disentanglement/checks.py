@@ -66,3 +66,10 @@ def check_minimum(settings: object, names: tuple[str, ...], *, strict: bool) -> 
         value = getattr(settings, name)
         if value < 0 or (strict and value == 0):
             raise ValueError(f"{name}: {value} is not allowed; it must be {'>' if strict else '>='} 0")
+
+
+def check_heads_divide_width(settings: object) -> None:
+    """Raise ValueError when n_head does not divide d_model (attention splits the width into equal heads)."""
+    d_model, n_head = settings.d_model, settings.n_head
+    if d_model % n_head:
+        raise ValueError(f"n_head: {n_head} does not divide d_model {d_model}; d_model must be a multiple of n_head")

@@ -27,7 +27,7 @@ import torch
 
 from core.disentanglement.artifacts import save_torch, sha256_file, write_json, write_jsonl
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
-from core.disentanglement.checks import check_field_types, check_minimum, check_positive_counts
+from core.disentanglement.checks import check_field_types, check_heads_divide_width, check_minimum, check_positive_counts
 from core.disentanglement.cli import add_settings_flags, setting, settings_from_flat
 from core.disentanglement.decoder import Decoder, DecoderConfig, token_nll, uniform_nll
 from core.disentanglement.records import Records, RecordsError, read_records
@@ -54,6 +54,7 @@ class ZFreeTrainConfig:
     def __post_init__(self) -> None:
         check_field_types(self)
         check_positive_counts(self, ("steps", "batch_size", "eval_every", "d_model", "n_layer", "n_head"))
+        check_heads_divide_width(self)
         check_minimum(self, ("lr",), strict=True)
 
 

@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core.disentanglement.checks import check_choice, check_field_types, check_minimum, check_positive_counts
+from core.disentanglement.checks import (
+    check_choice,
+    check_field_types,
+    check_heads_divide_width,
+    check_minimum,
+    check_positive_counts,
+)
 from core.disentanglement.cli import flat_fields, flat_values, nested, setting, settings_from_flat
 from core.disentanglement.config import AggregationMode, ReconstructionConfig
 from core.disentanglement.latent_configs import ContinuousCVAEConfig, DiscreteCVAEConfig
@@ -73,6 +79,7 @@ class ModelConfig:
         check_field_types(self)
         check_choice("model", self.model, MODEL_NAMES)
         check_positive_counts(self, ("d_model", "n_layer", "n_head"))
+        check_heads_divide_width(self)
 
     @property
     def latent(self) -> DiscreteCVAEConfig | ContinuousCVAEConfig:

@@ -57,7 +57,7 @@ RUN_OUTPUTS = ("run_config.json", "metrics.jsonl", "model.pt", "eval.json", "met
 RESUME_FILE = "resume.pt"
 
 CONTROL_MODE = {"scale": "mean", "balance": "sum"}  # each control is defined in one mode (design.md)
-FAMILY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+FAMILY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")  # a path component, short enough for any filesystem
 
 
 class GridError(ValueError):
@@ -194,7 +194,7 @@ def check_family(families: Mapping[str, Mapping], family: str) -> None:
     """The family-level rules: its name, controls and their main family, and the names of its settings."""
     spec, where = families[family], f"families.{family}"
     if not FAMILY_NAME.match(family):
-        raise GridError(f"{where}: family names use letters, digits and '-' (no '_' or '/'), got {family!r}")
+        raise GridError(f"{where}: family names are 1-64 letters, digits and '-' (no '_' or '/'), got {family!r}")
     controls = spec.get("controls", "none")
     if controls not in CONTROLS:
         raise GridError(f"{where}.controls: {controls!r} is not allowed; allowed values: {', '.join(CONTROLS)}")
