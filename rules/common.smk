@@ -13,6 +13,7 @@ from experiments.synthetic_sequences.disentangled.grid import (
     expand_grid,
     modes_used,
 )
+from experiments.synthetic_sequences.disentangled.pairing import check_pairings
 
 SPLITS = ("train", "val", "test")
 SCORED_SPLITS = ("train", "val")
@@ -57,8 +58,11 @@ def check_results_folder(folder):
 
 
 def run_grid():
-    """Every run of the config by its run path; expand_grid refuses an ill-formed family, naming it, before any job runs."""
-    return {spec.path: spec for spec in expand_grid(config["families"], config.get("seeds"))}
+    """Every run of the config by its run path; expand_grid refuses an ill-formed family, and check_pairings a control
+    family that is not its main family with one factor changed, naming them, before any job runs."""
+    specs = expand_grid(config["families"], config.get("seeds"))
+    check_pairings(config["families"], config.get("seeds"))
+    return {spec.path: spec for spec in specs}
 
 
 def results(path):

@@ -1,4 +1,5 @@
 import copy
+import re
 import shlex
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from experiments.synthetic_sequences.disentangled.grid import (
     parse_run_path,
     run_key,
 )
+from experiments.synthetic_sequences.disentangled.pairing import check_pairings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -188,3 +190,48 @@ def test_more_seeds_keep_every_run_of_fewer_seeds_unchanged():
     del config["main"]["seeds"]
     few, many = expand_grid(config, 3), expand_grid(config, 10)
     assert [(s.path, s.train_config()) for s in few] == [(s.path, s.train_config()) for s in many if s.seed < 3]
+
+
+def paired(**control_overrides):
+    """BASE's main family with a scale control family that equals it but for `control_overrides`."""
+    config = copy.deepcopy(BASE)
+    control = {**copy.deepcopy(BASE["main"]), "controls": "scale", "control_of": "main", "runs": [{"term": "dist", "modes": ["mean"]}]}
+    config["main-scale"] = {**control, **control_overrides}
+    return config
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"beta": 0.5}, "differs in beta (0.5 vs 0.1)"),
+        ({"settings": {"steps": 60}}, "differs in settings.steps (60 vs 10)"),
+        ({"model": "continuous"}, "differs in model ('continuous' vs 'shared_discrete')"),
+        ({"warm_start": True}, "differs in warm_start (True vs False)"),
+        ({"seeds": [5]}, "differs in seeds ([5] vs [0])"),
+        ({"runs": [{"term": "raw", "modes": ["mean"]}]}, "families.main-scale.runs: raw alpha=0 not run by its main family main"),
+    ],
+)
+def test_a_control_family_must_be_its_main_family_with_one_factor_changed(overrides, message):
+    config = paired(**overrides)
+    expand_grid(config)  # each family is well formed on its own
+    with pytest.raises(GridError, match=re.escape(message)):
+        check_pairings(config)
+
+
+def test_a_main_family_takes_at_most_one_control_family_of_each_kind():
+    config = paired()
+    config["main-scale2"] = copy.deepcopy(config["main-scale"])
+    with pytest.raises(GridError, match="families.main-scale2: main already has a scale control family \\(main-scale\\); keep one"):
+        check_pairings(config)
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "pilot.yaml", "smoke.yaml", "cold_start.yaml"])
+def test_the_shipped_configs_pair_their_controls(name):
+    default = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    merged, seeds = default["families"], default["seeds"]
+    if name != "config.yaml":
+        override = yaml.safe_load((ROOT / "config" / name).read_text())
+        for family, spec in override["families"].items():
+            merged[family] = {**merged.get(family, {}), **spec}
+        seeds = override.get("seeds", seeds)
+    check_pairings(merged, seeds)  # raises GridError naming the field otherwise

@@ -118,6 +118,7 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({("seeds",): [2**32]}, "On instance['seeds']"),
         ({("families", "discrete", "settings", "n_head"): 3}, "families.discrete: n_head: 3 does not divide d_model 64"),
         ({("zfree", "n_head"): 3}, "zfree.n_head: 3 does not divide d_model 64"),
+        ({("families", "discrete-scale", "beta"): 0.5}, "families.discrete-scale: a scale control must equal its main family discrete"),
         ({("reference", "checkpoint"): "old/run.pt"}, "reference.checkpoint is read only with source: entangled"),
         ({("families", "f" * 65): {"model": "shared_discrete", "runs": [{"term": "raw", "modes": ["mean"]}]}}, "family names are 1-64"),
     ],
