@@ -13,7 +13,7 @@ from experiments.synthetic_sequences.disentangled.curves import (
     last_quarter_change,
     train_diagnostics,
 )
-from experiments.synthetic_sequences.disentangled.run_files import validation_lines
+from experiments.synthetic_sequences.disentangled.run_files import validation_rows
 from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table
 
 
@@ -109,7 +109,12 @@ def write_run(root, curve_rows, mode="sum", seed=3, nmi=0.4):
     (run / "model.pt").write_bytes(b"weights")
     resolved = {"controls": "none", "beta": 0.05, "reconstruction_scale": 1.0}
     outputs = {name: sha256_file(run / name) for name in ("run_config.json", "metrics.jsonl", "model.pt", "eval.json")}
-    metadata = {"resolved": resolved, "train_diagnostics": train_diagnostics(train), "finished": "now", "outputs_sha256": outputs}
+    metadata = {
+        "resolved": resolved,
+        "train_diagnostics": train_diagnostics(train),
+        "finished": "2026-12-01T08:00:00+00:00",
+        "outputs_sha256": outputs,
+    }
     (run / "metadata.json").write_text(json.dumps(metadata))
     return run
 
@@ -166,9 +171,10 @@ def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path)
     assert sorted(samples["mode"]) == ["mean", "sum"] and set(samples.scope) == {"y_length 3-5"}
 
 
-def test_validation_lines_are_found_without_parsing_the_train_rows():
-    rows = [{"split": "train", "step": 1}, {"split": "val", "step": 1}, {"split": "train", "step": 2}, {"split": "val", "step": 2}]
+def test_validation_rows_are_parsed_as_records_in_any_key_order(tmp_path):
+    rows = [{"split": "train", "step": 1}, {"split": "val", "step": 1, "mutual_information": 0.0, "recon_nll_per_token": 0.4}]
+    rows.append({"recon_nll_per_token": 0.3, "mutual_information": 0.5, "step": 2, "split": "val"})  # sorted keys
     text = "\n".join(json.dumps(row) for row in rows)  # no newline after the last row
-    assert [json.loads(line) for line in validation_lines(text)] == [rows[1], rows[3]]
-    assert [json.loads(line) for line in validation_lines(text + "\n")] == [rows[1], rows[3]]
-    assert validation_lines(json.dumps(rows[0])) == []
+    assert validation_rows(text.encode(), tmp_path) == [rows[1], rows[2]]
+    assert validation_rows((text + "\n").encode(), tmp_path) == [rows[1], rows[2]]
+    assert validation_rows(json.dumps(rows[0]).encode(), tmp_path) == []

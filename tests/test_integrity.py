@@ -3,6 +3,7 @@
 One test per case of issue 12, each with the failing input; the refusals are one line naming the file and the field.
 """
 
+import errno
 import json
 import os
 import re
@@ -12,8 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
+from pandas.testing import assert_frame_equal
 
 from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.scores import read_scores, write_scores
@@ -288,14 +291,108 @@ def test_extraction_refuses_a_run_config_of_the_older_flat_layout(finished_run, 
     assert not (tmp_path / "m.parquet").exists()
 
 
-def test_extraction_refuses_a_directory_not_marked_finished(finished_run, tmp_path):
-    unfinished = tmp_path / "fam" / "raw_mean_0" / "seed0"
-    shutil.copytree(finished_run, unfinished)
+def copied_run(finished_run, tmp_path) -> Path:
+    run = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    shutil.copytree(finished_run, run)
+    return run
+
+
+def rewrite(run: Path, name: str, text: str) -> None:
+    """Replace one output and record its new hash, so that only its content is wrong."""
+    (run / name).write_text(text)
+    metadata = json.loads((run / "metadata.json").read_text())
+    metadata["outputs_sha256"][name] = sha256_file(run / name)
+    (run / "metadata.json").write_text(json.dumps(metadata))
+
+
+def extract(run: Path, out: Path) -> None:
+    tables_main(["extract", "--run-dir", str(run), "--out", str(out)])
+
+
+@pytest.mark.parametrize("finished", ["missing", False, None, ""])
+def test_extraction_refuses_a_directory_not_marked_finished(finished_run, tmp_path, finished):
+    unfinished = copied_run(finished_run, tmp_path)
     metadata = json.loads((unfinished / "metadata.json").read_text())
-    del metadata["finished"]
+    if finished == "missing":
+        del metadata["finished"]
+    else:
+        metadata["finished"] = finished
     (unfinished / "metadata.json").write_text(json.dumps(metadata))
-    with pytest.raises(SystemExit, match="metadata.json has no 'finished' or 'outputs_sha256' field"):
-        tables_main(["extract", "--run-dir", str(unfinished), "--out", str(tmp_path / "m.parquet")])
+    with pytest.raises(SystemExit, match="metadata.json: finished is .*, not the time the run finished: the run did not finish"):
+        extract(unfinished, tmp_path / "m.parquet")
+
+
+def test_extraction_refuses_a_truncated_model(finished_run, tmp_path):
+    run = copied_run(finished_run, tmp_path)
+    (run / "model.pt").write_bytes(b"0123456789")
+    with pytest.raises(SystemExit, match=r"model.pt: sha256 differs from metadata.json's outputs_sha256"):
+        extract(run, tmp_path / "m.parquet")
+    assert not (tmp_path / "m.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    "section, key, value, message",
+    [
+        ("latent_usage", "mutual_information", float("nan"), "latent_usage: mutual_information = nan is not a finite value in"),
+        ("latent_usage", "kl", -0.5, "latent_usage: kl = -0.5 is not a finite value in \\[0, inf\\]"),
+        ("strategy_separation", "overall", {"nmi": 1.7}, "strategy_separation.overall: nmi = 1.7 is not a finite value in \\[0, 1\\]"),
+    ],
+)
+def test_extraction_refuses_a_metric_that_is_not_finite_or_out_of_range(finished_run, tmp_path, section, key, value, message):
+    run = copied_run(finished_run, tmp_path)
+    evaluation = json.loads((run / "eval.json").read_text())
+    evaluation[section][key] = value if not isinstance(value, dict) else {**evaluation[section][key], **value}
+    rewrite(run, "eval.json", json.dumps(evaluation))
+    with pytest.raises(SystemExit, match=r"eval.json: " + message):
+        extract(run, tmp_path / "m.parquet")
+
+
+def test_extraction_names_a_missing_section_in_one_line(finished_run, tmp_path):
+    run = copied_run(finished_run, tmp_path)
+    evaluation = json.loads((run / "eval.json").read_text())
+    del evaluation["strategy_separation"]
+    rewrite(run, "eval.json", json.dumps(evaluation))
+    with pytest.raises(SystemExit, match=r"eval.json lacks the section\(s\) strategy_separation, strategy_separation.overall"):
+        extract(run, tmp_path / "m.parquet")
+
+
+def test_extraction_refuses_a_non_finite_validation_value_and_reads_rows_in_any_key_order(finished_run, tmp_path):
+    run = copied_run(finished_run, tmp_path)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    rewrite(run, "metrics.jsonl", "\n".join(json.dumps(row, sort_keys=True) for row in rows) + "\n")
+    extract(run, tmp_path / "sorted.parquet")  # sorted keys: still every validation row
+    keys = ["scope", "metric", "step"]  # the curve rows follow each row's key order: compare them as a set
+    got, want = (
+        frame.sort_values(keys).reset_index(drop=True)
+        for frame in (pd.read_parquet(tmp_path / "sorted.parquet"), run_metrics(finished_run))
+    )
+    assert_frame_equal(got, want)
+    last = max(i for i, row in enumerate(rows) if row["split"] == "val")
+    rows[last]["mutual_information"] = float("inf")
+    rewrite(run, "metrics.jsonl", "\n".join(json.dumps(row) for row in rows) + "\n")
+    with pytest.raises(SystemExit, match=rf"metrics.jsonl: validation row of step {rows[last]['step']}: mutual_information = inf"):
+        extract(run, tmp_path / "m.parquet")
+
+
+def test_extraction_to_a_folder_or_a_full_disk_fails_in_one_line_naming_the_file(finished_run, tmp_path, monkeypatch):
+    (tmp_path / "out").mkdir()
+    with pytest.raises(SystemExit, match=rf"^error: {tmp_path / 'out'}: Is a directory$"):
+        extract(finished_run, tmp_path / "out")
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full_disk)
+    with pytest.raises(SystemExit, match=rf"^error: {tmp_path / 'm.parquet'}: No space left on device$"):
+        extract(finished_run, tmp_path / "m.parquet")
+    assert list(tmp_path.glob("*m.parquet*")) == []  # nothing half-written
+
+
+def test_the_trainer_refuses_a_thread_count_below_one(io_flags, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main([*io_flags("mean", tmp_path / "run"), "--threads", "-1"])
+    assert not (tmp_path / "run").exists()
+    assert "--threads: -1 is not allowed; it must be >= 1" in capsys.readouterr().err
 
 
 def test_a_finished_run_records_the_hash_of_every_output(finished_run):

@@ -26,16 +26,22 @@ def umask_file_mode() -> int:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path in the destination's folder; rename it to `path` on success, delete it on error."""
+    """Yield a temporary path in the destination's folder; rename it to `path` on success, delete it on error.
+    An OSError on the way (a full disk, a folder in the way) is raised with `path` as its filename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot write here: {err.strerror}", str(path)) from err
     os.close(fd)
     tmp = Path(tmp)
     try:
         yield tmp
         os.chmod(tmp, umask_file_mode())  # mkstemp creates 0600; the artifact should read like any other file
         os.replace(tmp, path)
+    except OSError as err:  # ENOSPC, a directory in the way, ...: name the artifact, not the temporary file
+        raise OSError(err.errno, err.strerror, str(path)) from err
     finally:
         tmp.unlink(missing_ok=True)
 

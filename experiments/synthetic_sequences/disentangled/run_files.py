@@ -1,27 +1,80 @@
-"""Reading a finished run directory: every file extraction reads, checked against the hashes metadata.json holds."""
+"""Reading a finished run directory: every output checked against the hashes metadata.json holds, and the values
+extraction reads checked for what they can be."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
+from datetime import datetime
 from pathlib import Path
 
+from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
 
 RUN_CONFIG_GROUPS = ("reconstruction", "model", "run")  # the groups of run_config.json that extraction reads
 EXTRACTED = ("metadata.json", "eval.json", "run_config.json", "metrics.jsonl")  # the run files extraction reads
-VALIDATION_ROW = '{"split": "val"'  # how the trainer's write_jsonl starts a validation row
+EVAL_SECTIONS = ("latent_usage", "strategy_separation", "samples")
+# a validation row, in any key order: only these lines are parsed (the train rows, one per step, are never split or
+# parsed; they made up nearly all of a run's extraction time)
+VALIDATION_SPLIT = re.compile(rb'"split"\s*:\s*"val"')
+# the values the verdict and the tables read, and what each can be (a float's residue of -1e-9 is not a refusal)
+SLACK = 1e-6
+RANGES = {
+    "mutual_information": (0.0, math.inf),
+    "strategy_information": (0.0, 1.0),
+    "kl": (0.0, math.inf),
+    "recon_nll_per_token": (0.0, math.inf),
+    "nmi": (0.0, 1.0),
+    "ari": (-1.0, 1.0),
+    "ami": (-1.0, 1.0),
+    "probe_accuracy": (0.0, 1.0),
+    "parse_rate": (0.0, 1.0),
+    "answer_accuracy": (0.0, 1.0),
+}
+VALIDATION_KEYS = ("step", "mutual_information", "recon_nll_per_token")  # what the take-up event and convergence read
 
 
-def validation_lines(text: str) -> list[str]:
-    """The validation rows of a metrics.jsonl, found by string search: the train rows, one per step, are never
-    split or parsed (they made up nearly all of a run's extraction time)."""
-    lines, start = [], text.find(VALIDATION_ROW)
-    while start != -1:
-        end = text.find("\n", start)
-        lines.append(text[start:] if end == -1 else text[start:end])
-        start = -1 if end == -1 else text.find(VALIDATION_ROW, end)
-    return lines
+def validation_rows(text: bytes, path: Path) -> list[dict]:
+    """The validation rows of a metrics.jsonl, each parsed as a JSON record and checked to be one."""
+    rows = []
+    for match in VALIDATION_SPLIT.finditer(text):
+        start, end = text.rfind(b"\n", 0, match.start()) + 1, text.find(b"\n", match.end())
+        row = parse_json(text[start : len(text) if end == -1 else end], path)
+        if not isinstance(row, dict) or row.get("split") != "val":
+            raise ValueError(f"{path}: a line naming split val is not a validation record: {text[start:end][:80]!r}")
+        rows.append(row)
+    for row in rows:
+        missing = [key for key in VALIDATION_KEYS if key not in row]
+        if missing:
+            raise ValueError(f"{path}: the validation row of step {row.get('step', '?')} lacks {', '.join(missing)}")
+        check_values(row, path, f"validation row of step {row['step']}")
+    return rows
+
+
+def check_values(section: dict, path: Path, where: str) -> None:
+    """Refuse a non-finite or out-of-range value of a metric in RANGES, naming the file, the place and the key."""
+    for name, (low, high) in RANGES.items():
+        value = section.get(name)
+        if value is None or isinstance(value, bool):
+            continue
+        if not isinstance(value, int | float) or not math.isfinite(value) or not low - SLACK <= value <= high + SLACK:
+            raise ValueError(f"{path}: {where}: {name} = {value!r} is not a finite value in [{low:g}, {high:g}]")
+
+
+def check_evaluation(evaluation: dict, path: Path) -> None:
+    """eval.json holds every section extraction reads, with values in range."""
+    missing = [name for name in EVAL_SECTIONS if not isinstance(evaluation.get(name), dict)]
+    separation = evaluation.get("strategy_separation", {})
+    missing += [f"strategy_separation.{name}" for name in ("overall", "within_task") if not isinstance(separation.get(name), dict)]
+    if missing:
+        raise ValueError(f"{path} lacks the section(s) {', '.join(missing)}: it was not written by this trainer's evaluation")
+    check_values(evaluation["latent_usage"], path, "latent_usage")
+    check_values(separation["overall"], path, "strategy_separation.overall")
+    for task, values in separation["within_task"].items():
+        check_values(values, path, f"strategy_separation.within_task.{task}")
+    check_values(evaluation["samples"], path, "samples")
 
 
 def parse_json(text: str | bytes, path: Path) -> dict:
@@ -35,12 +88,23 @@ def read_json(path: str | Path) -> dict:
     return parse_json(Path(path).read_text(), Path(path))
 
 
+def check_finished(metadata: dict, path: Path) -> None:
+    """`finished` is the trainer's timestamp of the run's end: anything else (false, null, '') is an unfinished run."""
+    finished = metadata.get("finished")
+    try:
+        datetime.fromisoformat(finished)
+    except (TypeError, ValueError):
+        raise ValueError(f"{path}: finished is {finished!r}, not the time the run finished: the run did not finish") from None
+    if not isinstance(metadata.get("outputs_sha256"), dict):
+        raise ValueError(f"{path} has no outputs_sha256: the run did not finish")
+
+
 def read_finished_run(run_dir: Path) -> dict[str, bytes]:
     """The bytes of the outputs extraction reads; refuses a run directory that is unfinished or holds another run's files.
 
     The trainer writes metadata.json last, with `finished` and the sha256 of every other output, so a directory
-    mixing one run's eval.json with another's run_config.json is caught here. Each file is read once; model.pt, which
-    extraction does not read, is only required to exist.
+    mixing one run's eval.json with another's run_config.json, or holding a truncated model.pt, is caught here. Each
+    file is read once; model.pt, which extraction does not read, is hashed as it streams.
     """
     if (run_dir / RESUME_FILE).exists():
         raise ValueError(f"run directory {run_dir} holds {RESUME_FILE}: the run is unfinished or was interrupted")
@@ -49,10 +113,11 @@ def read_finished_run(run_dir: Path) -> dict[str, bytes]:
         raise FileNotFoundError(f"run directory {run_dir} lacks {', '.join(missing)}; is the run finished?")
     files = {name: (run_dir / name).read_bytes() for name in EXTRACTED}
     metadata = parse_json(files["metadata.json"], run_dir / "metadata.json")
-    if "finished" not in metadata or "outputs_sha256" not in metadata:
-        raise ValueError(f"{run_dir / 'metadata.json'} has no 'finished' or 'outputs_sha256' field: the run did not finish")
-    for name in EXTRACTED:
-        if name != "metadata.json" and hashlib.sha256(files[name]).hexdigest() != metadata["outputs_sha256"].get(name):
+    check_finished(metadata, run_dir / "metadata.json")
+    digests = {name: hashlib.sha256(files[name]).hexdigest() for name in EXTRACTED if name != "metadata.json"}
+    digests["model.pt"] = sha256_file(run_dir / "model.pt")
+    for name, digest in digests.items():
+        if digest != metadata["outputs_sha256"].get(name):
             raise ValueError(f"{run_dir / name}: sha256 differs from metadata.json's outputs_sha256; it is not this run's {name}")
     return files
 

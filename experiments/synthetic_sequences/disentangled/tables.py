@@ -35,11 +35,12 @@ from experiments.synthetic_sequences.disentangled.contrasts import arm_table, co
 from experiments.synthetic_sequences.disentangled.curves import CURVE_METRICS, convergence
 from experiments.synthetic_sequences.disentangled.grid import parse_control_of, parse_run_path
 from experiments.synthetic_sequences.disentangled.run_files import (
+    check_evaluation,
     parse_json,
     parse_run_config,
     read_finished_run,
     read_json,
-    validation_lines,
+    validation_rows,
 )
 from experiments.synthetic_sequences.disentangled.verdict import verdict_table
 from experiments.synthetic_sequences.disentangled.verdict_text import markdown, verdict_markdown
@@ -80,8 +81,8 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     metadata = parse_json(files["metadata.json"], run_dir / "metadata.json")
     evaluation = parse_json(files["eval.json"], run_dir / "eval.json")
     run_config = parse_run_config(files["run_config.json"], run_dir)
-    # only the validation rows are parsed: a run logs a train row per step, and parsing them dominated extraction
-    validation = parse_json("[" + ",".join(validation_lines(files["metrics.jsonl"].decode())) + "]", run_dir / "metrics.jsonl")
+    check_evaluation(evaluation, run_dir / "eval.json")
+    validation = validation_rows(files["metrics.jsonl"], run_dir / "metrics.jsonl")
     params = parse_run_path(str(run_dir))
     run_mode = run_config["reconstruction"]["reconstruction_loss_token_aggregation_mode"]
     if run_mode != params["mode"]:
@@ -272,7 +273,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             control_of = parse_control_of(args.control_of)
             tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of)
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
-    except (ValueError, FileNotFoundError) as err:
+    except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
+        sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
+    except ValueError as err:
         sys.exit(f"error: {err}")
 
 

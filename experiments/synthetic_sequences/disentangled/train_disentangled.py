@@ -38,6 +38,8 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[TrainConfig, int | 
     parser = build_parser()
     args = vars(parser.parse_args(argv))
     threads = args.pop("threads")
+    if threads is not None and threads < 1:
+        parser.error(f"--threads: {threads} is not allowed; it must be >= 1")
     try:
         return TrainConfig.from_flat(args), threads
     except ValueError as err:
@@ -50,7 +52,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         torch.set_num_threads(threads)
     try:
         evaluation = train(config)
-    except (ValueError, FileNotFoundError, NonFiniteLoss) as err:
+    except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
+        sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
+    except (ValueError, NonFiniteLoss) as err:
         sys.exit(f"error: {err}")
     overall = evaluation["strategy_separation"]["overall"]
     baseline = evaluation["strategy_separation"]["shuffled_label_baseline"]
