@@ -29,6 +29,8 @@ include: "rules/common.smk"
 
 check_config()
 GRID = run_grid()
+# the record of what the tables may read, rewritten at parse time (a dry run too) only when its content changes
+write_grid(results(GRID_FILE), GRID.values())
 
 
 # Seconds-long jobs run where snakemake runs, not as Slurm jobs: a queue wait would exceed their work. Only the

@@ -6,8 +6,9 @@ One real run of the default pilot's discrete family is trained briefly; its
 run directory (eval.json, metrics.jsonl, run_config.json, model.pt, metadata.json) is
 the template for N synthesised run directories keyed like the pipeline's
 (10 term/mode pairs x N/10 seeds, each with its own run_config and eval values
-jittered by its seed, and metrics.jsonl stretched to the pilot's 250 steps). Timed in-process, with the rules' own CLI entry points:
-`tables extract` of every run, then one `tables aggregate` over all of them.
+jittered by its seed, and metrics.jsonl stretched to the pilot's length), and the grid.json they belong to. Timed
+in-process, with the rules' own CLI entry points: `tables extract` of every run, then one `tables aggregate` over all
+of them, bound to the grid and to the inputs' hashes as the pipeline's is.
 Target: under 10 s at 1,000 runs, linear growth. Also timed: one `tables
 extract` process, which is what Snakemake pays per run (start-up included).
 """
@@ -37,6 +38,7 @@ from bench.common import (
 )
 from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.disentangled import tables
+from experiments.synthetic_sequences.disentangled.bindings import GRID_FILE, write_grid
 from experiments.synthetic_sequences.disentangled.cvae_run import train
 from experiments.synthetic_sequences.disentangled.grid import expand_grid
 
@@ -64,38 +66,47 @@ def pilot_length_metrics(rows: list[dict], steps: int, eval_every: int) -> str:
     return "".join(json.dumps(row) + "\n" for row in stretched)
 
 
-def synthesise_runs(template: Path, root: Path, runs: int) -> list[Path]:
-    """`runs` run directories under root/runs in the pipeline's layout, made from one real (short) run directory."""
+def current_inputs(paths: dict[str, str], template: Path) -> dict[str, str]:
+    """{input name: path} the synthesised runs are bound to; the template's model.pt stands in for the z-free checkpoint."""
+    inputs = {name: path for name, path in paths.items() if name.endswith(("_records", "_scores"))}
+    inputs |= {f"reference_{mode}": f"{paths['reference_dir']}/{mode}.json" for mode in ("mean", "sum")}
+    return inputs | {"init_decoder": str(template / "model.pt")}
+
+
+def synthesise_runs(template: Path, root: Path, runs: int, inputs: dict[str, str]) -> list[Path]:
+    """`runs` run directories under root/runs in the pipeline's layout, made from one real (short) run directory, and
+    root/grid.json, the grid they belong to: each run's run_config.json is its grid entry's, its metadata.json records
+    the sha256 of `inputs`, as a run trained by the pipeline would."""
     evaluation = json.loads((template / "eval.json").read_text())
-    run_config = json.loads((template / "run_config.json").read_text())
     metadata = json.loads((template / "metadata.json").read_text())
     settings = default_config()["families"]["discrete"]["settings"]
     template_rows = [json.loads(line) for line in (template / "metrics.jsonl").read_text().splitlines()]
     metrics = pilot_length_metrics(template_rows, settings["steps"], settings["eval_every"])
+    digests = {name: sha256_file(path) for name, path in inputs.items()}
+    specs = expand_grid(synthetic_families(runs))
+    write_grid(root / GRID_FILE, specs)
     run_dirs = []
-    for spec in expand_grid(synthetic_families(runs)):
+    for spec in specs:
         run_dir = root / "runs" / spec.path
         run_dir.mkdir(parents=True)
         shutil.copyfile(template / "model.pt", run_dir / "model.pt")
         (run_dir / "metrics.jsonl").write_text(metrics)
-        config = {
-            **run_config,
-            "reconstruction": {**run_config["reconstruction"], "term": spec.term, "token_weight_alpha": spec.alpha},
-            "optim": {**run_config["optim"], "seed": spec.seed},
-            "run": {**run_config["run"], "run_dir": str(run_dir)},
-        }
-        config["reconstruction"]["reconstruction_loss_token_aggregation_mode"] = spec.mode
+        config = spec.train_config(run_dir=str(run_dir)).to_dict()
+        config["run"]["init_decoder"] = inputs["init_decoder"] if spec.warm_start else ""
         (run_dir / "run_config.json").write_text(json.dumps(config))
         rng = np.random.default_rng([spec.seed, len(run_dirs)])
         (run_dir / "eval.json").write_text(json.dumps(jittered(evaluation, rng)))
         # as the trainer finishes a run: metadata.json last, with the hashes extraction checks the other files against
         outputs_sha256 = {name: sha256_file(run_dir / name) for name in metadata["outputs_sha256"]}
-        (run_dir / "metadata.json").write_text(json.dumps({**metadata, "outputs_sha256": outputs_sha256}))
+        inputs_sha256 = {name: digest for name, digest in digests.items() if not name.startswith("reference_")}
+        inputs_sha256["reference"] = digests[f"reference_{spec.mode}"]
+        (run_dir / "metadata.json").write_text(json.dumps({**metadata, "outputs_sha256": outputs_sha256, "inputs_sha256": inputs_sha256}))
         run_dirs.append(run_dir)
     return run_dirs
 
 
-def extract_and_aggregate(run_dirs: list[Path], root: Path, data_summary: str, references: list[str]) -> tuple[float, float]:
+def extract_and_aggregate(run_dirs: list[Path], root: Path, data_summary: str, inputs: dict[str, str]) -> tuple[float, float]:
+    """The rules' own CLI calls, in process: extract every run, then aggregate them bound to the grid and the inputs."""
     started = time.perf_counter()
     metric_paths = []
     for run_dir in run_dirs:
@@ -103,8 +114,10 @@ def extract_and_aggregate(run_dirs: list[Path], root: Path, data_summary: str, r
         tables.main(["extract", "--run-dir", str(run_dir), "--out", str(out)])
         metric_paths.append(str(out))
     extracted = time.perf_counter()
+    references = [path for name, path in inputs.items() if name.startswith("reference_")]
     tables.main(
         ["aggregate", "--metrics", *metric_paths, "--data-summary", data_summary, "--references", *references]
+        + ["--grid", str(root / GRID_FILE), *(f"--input={name}={path}" for name, path in inputs.items())]
         + ["--out-dir", str(root / "tables")]
     )
     return extracted - started, time.perf_counter() - extracted
@@ -121,12 +134,12 @@ def measure(runs: tuple[int, ...] = (10, 100, 1000)) -> BenchResult:
         template = tmp / "template"
         train(pilot_train_config(paths, template, steps=10, eval_every=10, eval_prompts_per_code=4))
         data_summary = str(Path(paths["train_records"]).parent / "summary.json")
-        references = [f"{paths['reference_dir']}/{mode}.json" for mode in ("mean", "sum")]
+        inputs = current_inputs(paths, template)
         for count in runs:
             root = tmp / f"grid{count}"
-            run_dirs = synthesise_runs(template, root, count)
+            run_dirs = synthesise_runs(template, root, count, inputs)
             progress(f"{count} runs: extract and aggregate")
-            extract_s, aggregate_s = extract_and_aggregate(run_dirs, root, data_summary, references)
+            extract_s, aggregate_s = extract_and_aggregate(run_dirs, root, data_summary, inputs)
             total = extract_s + aggregate_s
             curve["runs"].append(count)
             curve["seconds"].append(total)

@@ -1,6 +1,7 @@
 """Helpers for every stage: paths under config['results'], the run grid, CLI flags, config checks."""
 
 import os
+import shlex
 from types import SimpleNamespace
 
 from core.disentanglement.checks import check_heads_divide_width
@@ -13,6 +14,7 @@ from experiments.synthetic_sequences.disentangled.grid import (
     expand_grid,
     modes_used,
 )
+from experiments.synthetic_sequences.disentangled.bindings import GRID_FILE, write_grid
 from experiments.synthetic_sequences.disentangled.pairing import check_pairings
 
 SPLITS = ("train", "val", "test")
@@ -128,6 +130,21 @@ def train_gpus(wildcards):
 
 def run_metrics():
     return [results(f"metrics/{path}.parquet") for path in GRID]
+
+
+def current_inputs():
+    """{name: path} of the inputs every run must have been trained on: aggregate_tables holds each run's recorded
+    sha256 to them (bindings.check_inputs)."""
+    inputs = {f"{split}_records": results(f"data/{split}.parquet") for split in SPLITS}
+    inputs |= {f"{split}_scores": results(f"zfree/scores/{split}.parquet") for split in SCORED_SPLITS}
+    inputs |= {f"reference_{mode}": results(f"reference/{mode}.json") for mode in modes_used(GRID.values())}
+    if any(spec.warm_start for spec in GRID.values()):
+        inputs["init_decoder"] = zfree_checkpoint()
+    return inputs
+
+
+def input_flags():
+    return " ".join(f"--input {shlex.quote(f'{name}={path}')}" for name, path in current_inputs().items())
 
 
 def control_pairs():

@@ -27,6 +27,8 @@ rule aggregate_tables:
         metrics=run_metrics(),
         summary=results("data/summary.json"),
         references=reference_artifacts(),
+        grid=results(GRID_FILE),  # the runs the tables may read; each run's inputs are held to current_inputs()
+        current=list(current_inputs().values()),
     output:
         tables=reported_table_files(),
         metrics=results("tables/metrics.parquet"),
@@ -42,10 +44,11 @@ rule aggregate_tables:
     params:
         out_dir=output_folder,
         control_of=control_pairs(),
+        inputs=input_flags(),
     shell:
         "python -m experiments.synthetic_sequences.disentangled.tables aggregate --metrics {input.metrics:q} "
         "--data-summary {input.summary:q} --references {input.references:q} --control-of {params.control_of:q} "
-        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "--grid {input.grid:q} {params.inputs} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule plots:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from bench.common import Figure, pilot_train_config, synthetic_families
-from bench.tables import extract_and_aggregate, synthesise_runs
+from bench.tables import current_inputs, extract_and_aggregate, synthesise_runs
 from bench.zfree import cvae_padding_share
 from core.disentanglement.artifacts import write_json
 from core.disentanglement.batching import BatchSchedule, RecordBatcher, SpecialTokens
@@ -62,9 +62,9 @@ def test_synthesised_runs_go_through_the_real_extraction_and_aggregation(data_di
     tiny = {"steps": 2, "eval_every": 2, "eval_prompts_per_code": 2, "d_model": 32, "n_layer": 1, "n_head": 2}
     train(pilot_train_config(inputs, template, **tiny))
 
-    run_dirs = synthesise_runs(template, tmp_path / "grid", 20)
-    references = [str(tmp_path / "reference" / f"{mode}.json") for mode in ("mean", "sum")]
-    extract_and_aggregate(run_dirs, tmp_path / "grid", str(data_dir / "summary.json"), references)
+    bound_to = current_inputs(inputs, template)
+    run_dirs = synthesise_runs(template, tmp_path / "grid", 20, bound_to)
+    extract_and_aggregate(run_dirs, tmp_path / "grid", str(data_dir / "summary.json"), bound_to)
     runs = pd.read_parquet(tmp_path / "grid" / "tables" / "runs.parquet")
     assert len(runs) == 20
     assert sorted(runs.groupby(["term", "mode"]).size().unique()) == [2]  # 10 term/mode pairs x 2 seeds

@@ -14,7 +14,7 @@ from experiments.synthetic_sequences.disentangled.curves import (
     train_diagnostics,
 )
 from experiments.synthetic_sequences.disentangled.run_files import validation_rows
-from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table
+from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table, write_metrics
 
 
 def curve(recon, mi, every=100):
@@ -98,8 +98,9 @@ def write_run(root, curve_rows, mode="sum", seed=3, nmi=0.4):
     (run / "run_config.json").write_text(
         json.dumps(
             {
-                "reconstruction": {"reconstruction_loss_token_aggregation_mode": mode},
+                "reconstruction": {"reconstruction_loss_token_aggregation_mode": mode, "term": "raw", "token_weight_alpha": 0.0},
                 "model": {"model": "shared_discrete"},
+                "optim": {"seed": seed},
                 "run": {"init_decoder": ""},
             }
         )
@@ -145,7 +146,7 @@ def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path)
             )
             path = tmp_path / "metrics" / f"{mode}{seed}.parquet"
             path.parent.mkdir(exist_ok=True)
-            frame.to_parquet(path)
+            write_metrics(frame, path)
             metrics.append(path)
     summary = {
         split: {"length_only_strategy_accuracy": {"overall": 0.7}, "y_length": {"mean": 6.0, "min": 3, "max": 12}, "by_task_strategy": []}

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import torch
 from pandas.testing import assert_frame_equal
@@ -382,7 +383,7 @@ def test_extraction_to_a_folder_or_a_full_disk_fails_in_one_line_naming_the_file
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", full_disk)
+    monkeypatch.setattr(pq, "write_table", full_disk)
     with pytest.raises(SystemExit, match=rf"^error: {tmp_path / 'm.parquet'}: No space left on device$"):
         extract(finished_run, tmp_path / "m.parquet")
     assert list(tmp_path.glob("*m.parquet*")) == []  # nothing half-written
@@ -417,8 +418,28 @@ def test_the_same_training_gives_byte_identical_checkpoints(io_flags, data_dir, 
 def test_aggregation_names_the_file_whose_json_is_broken(finished_run, references, tmp_path):
     tables_main(["extract", "--run-dir", str(finished_run), "--out", str(tmp_path / "m.parquet")])
     (tmp_path / "summary.json").write_text('{"train": ')
-    with pytest.raises(SystemExit, match=r"summary.json is not valid JSON"):
-        tables_main(
-            ["aggregate", "--metrics", str(tmp_path / "m.parquet"), "--data-summary", str(tmp_path / "summary.json")]
-            + ["--references", str(references / "mean.json"), "--out-dir", str(tmp_path / "tables")]
-        )
+    (tmp_path / "grid.json").write_text('{"runs": ')
+    aggregate = ["aggregate", "--metrics", str(tmp_path / "m.parquet"), "--data-summary", str(tmp_path / "summary.json")]
+    aggregate += ["--references", str(references / "mean.json"), "--out-dir", str(tmp_path / "tables")]
+    with pytest.raises(SystemExit, match=r"grid.json is not valid JSON"):
+        tables_main([*aggregate, "--grid", str(tmp_path / "grid.json")])
+
+
+@pytest.mark.parametrize("copy_to", ["fam/raw_mean_0/seed7", "fam/tok_mean_2/seed0", "fam/raw_sum_0/seed0"])
+def test_a_run_copied_to_another_seed_term_alpha_or_mode_is_refused_at_extraction(finished_run, tmp_path, copy_to):
+    copy = tmp_path / copy_to
+    shutil.copytree(finished_run, copy)
+    with pytest.raises(
+        SystemExit,
+        match=r"run_config.json disagrees with its path in (seed 0 \(path: 7\)|term 'raw' \(path: 'tok'\), alpha 0.0 \(path: 2.0\)|mode 'mean' \(path: 'sum'\))",
+    ):
+        extract(copy, tmp_path / "m.parquet")
+    assert not (tmp_path / "m.parquet").exists()
+
+
+def test_a_metrics_file_carries_its_run_s_record(finished_run, tmp_path):
+    extract(finished_run, tmp_path / "m.parquet")
+    record = json.loads(pq.read_schema(tmp_path / "m.parquet").metadata[b"run_record"])
+    metadata = json.loads((finished_run / "metadata.json").read_text())
+    assert record["inputs_sha256"] == metadata["inputs_sha256"] and record["seed"] == 0 and record["mode"] == "mean"
+    assert record["settings"]["optim.seed"] == 0 and "run.run_dir" not in record["settings"]

@@ -98,7 +98,7 @@ def test_a_scale_control_equal_to_sum_reproduces_all_of_it():
     arms = [arm_runs("mean", 0, 10), arm_runs("sum", 10, 10), arm_runs("scale", 10, 10), arm_runs("balance", 0, 10)]
     takeup = verdict(runs(*arms))["take-up"]
     assert (takeup["reading"], takeup["scale"], takeup["balance"]) == ("raises", "all of it", "none of it")
-    assert "scale reproduces all of it" in takeup["verdict"] and "balance reproduces none of it" in takeup["verdict"]
+    assert "Scale reproduces all of it" in takeup["verdict"] and "balance reproduces none of it" in takeup["verdict"]
 
 
 def test_a_control_halfway_between_mean_and_sum_reproduces_part_of_it():

@@ -22,6 +22,7 @@ aggregate writes, as parquet + CSV (+ Markdown for the small ones):
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,9 +32,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path
+from experiments.synthetic_sequences.disentangled.bindings import Binding, check_against_grid, check_inputs, parse_input, run_record
+from experiments.synthetic_sequences.disentangled.confounds import confound_table
 from experiments.synthetic_sequences.disentangled.contrasts import arm_table, contrast_table
 from experiments.synthetic_sequences.disentangled.curves import CURVE_METRICS, convergence
-from experiments.synthetic_sequences.disentangled.grid import parse_control_of, parse_run_path
+from experiments.synthetic_sequences.disentangled.grid import parse_control_of
 from experiments.synthetic_sequences.disentangled.run_files import (
     check_evaluation,
     parse_json,
@@ -45,6 +48,8 @@ from experiments.synthetic_sequences.disentangled.run_files import (
 from experiments.synthetic_sequences.disentangled.verdict import verdict_table
 from experiments.synthetic_sequences.disentangled.verdict_text import markdown, verdict_markdown
 
+RUN_RECORD = "run_record"
+REEXTRACT = "re-extract without retraining: snakemake --cores 2 tables --forcerun extract_metrics (with the same --configfile / --config)"
 RUN_COLUMNS = ["family", "model", "controls", "term", "mode", "alpha", "seed", "beta", "reconstruction_scale", "warm_start"]
 # the headline metrics: compared across modes, aggregated over seeds, plotted
 HEADLINE = [
@@ -83,10 +88,7 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     run_config = parse_run_config(files["run_config.json"], run_dir)
     check_evaluation(evaluation, run_dir / "eval.json")
     validation = validation_rows(files["metrics.jsonl"], run_dir / "metrics.jsonl")
-    params = parse_run_path(str(run_dir))
-    run_mode = run_config["reconstruction"]["reconstruction_loss_token_aggregation_mode"]
-    if run_mode != params["mode"]:
-        raise ValueError(f"{run_dir}: run_config mode {run_mode!r} disagrees with the run key")
+    record = run_record(run_dir, run_config, metadata)
     if not validation:
         raise ValueError(f"{run_dir}/metrics.jsonl has no validation rows; a finished run has at least one")
 
@@ -118,17 +120,40 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
 
     resolved = metadata["resolved"]
     run = {
-        "family": params["family"],
+        "family": record["family"],
         "model": run_config["model"]["model"],
         "controls": resolved["controls"],
-        **{column: params[column] for column in ("term", "mode", "alpha", "seed")},
+        **{column: record[column] for column in ("term", "mode", "alpha", "seed")},
         "beta": resolved["beta"],
         "reconstruction_scale": resolved["reconstruction_scale"],
         "warm_start": bool(run_config["run"]["init_decoder"]),
     }
     metric, scope, step, value = zip(*records, strict=True)
     columns = {column: [v] * len(records) for column, v in run.items()}
-    return pd.DataFrame({**columns, "metric": metric, "scope": scope, "step": step, "value": value})
+    frame = pd.DataFrame({**columns, "metric": metric, "scope": scope, "step": step, "value": value})
+    frame.attrs[RUN_RECORD] = record  # written into the parquet file's metadata (write_metrics)
+    return frame
+
+
+def write_metrics(frame: pd.DataFrame, path: str | Path) -> None:
+    """One run's metrics file: the tidy table, and the run's record (bindings.run_record) in the file's metadata."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**table.schema.metadata, RUN_RECORD.encode(): json.dumps(frame.attrs[RUN_RECORD]).encode()})
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+
+
+def read_metrics(paths: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[str, list[dict]]]:
+    """Every metrics file as one frame, and each file's run records (an older extraction carries none)."""
+    tables = [pq.read_table(path) for path in paths]
+    records = {}
+    for path, table in zip(paths, tables, strict=True):
+        carried = (table.schema.metadata or {}).get(RUN_RECORD.encode())
+        if carried is None:
+            raise ValueError(f"{path} carries no run record: it was extracted by an older version; {REEXTRACT}")
+        records[str(path)] = [json.loads(carried)]
+    # one arrow concat, converted to pandas once: half the time of a pandas frame per run at 1,000 runs
+    return pa.concat_tables(tables).to_pandas(), records
 
 
 def write_table(frame: pd.DataFrame, stem: Path, formats: Sequence[str] = ("parquet", "csv", "md")) -> None:
@@ -152,19 +177,6 @@ def runs_table(metrics: pd.DataFrame) -> pd.DataFrame:
     return table.dropna(axis=1, how="all")
 
 
-def check_current_extraction(runs: pd.DataFrame, metric_paths: Sequence[str | Path]) -> None:
-    """Refuse metrics files written by an extraction that predates the take-up event, naming the command that
-    re-extracts them (training is not repeated)."""
-    lacking = runs[runs["took_up"].isna()] if "took_up" in runs else runs
-    if not lacking.empty:
-        first = lacking.iloc[0]
-        raise ValueError(
-            f"{len(lacking)} of {len(metric_paths)} metrics files lack the take-up event (e.g. {first.family} {first['mode']} seed "
-            f"{first.seed}): they were extracted by an older version; re-extract them without retraining: "
-            "snakemake --cores 2 tables --forcerun extract_metrics (with the same --configfile / --config)"
-        )
-
-
 def curves_table(metrics: pd.DataFrame) -> pd.DataFrame:
     """The validation learning curves: one row per (run, step, metric)."""
     curves = metrics[metrics.scope == "curve"].drop(columns="scope")
@@ -179,57 +191,21 @@ def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index().dropna(axis=1, how="all")
 
 
-def confound_table(data_summary: dict, references: Sequence[dict], metrics: pd.DataFrame) -> pd.DataFrame:
-    """Length against strategy and task, token counts, c_base per mode, and per mode the samples' parse rate and
-    answer accuracy in each y-length bucket of the test prompts (mean over that mode's runs)."""
-    rows = []
-    for split in ("train", "val", "test"):
-        summary = data_summary[split]
-        for scope, accuracy in summary["length_only_strategy_accuracy"].items():
-            rows.append({"split": split, "mode": "any", "diagnostic": "length_only_strategy_accuracy", "scope": scope, "value": accuracy})
-        for stat, value in summary["y_length"].items():
-            rows.append({"split": split, "mode": "any", "diagnostic": f"supervised_tokens_{stat}", "scope": "overall", "value": value})
-        by = pd.DataFrame(summary["by_task_strategy"])
-        for row in by.itertuples():
-            rows.append(
-                {
-                    "split": split,
-                    "mode": "any",
-                    "diagnostic": "supervised_tokens_mean",
-                    "scope": f"{row.task}/{row.strategy}",
-                    "value": row.mean,
-                }
-            )
-    for reference in references:
-        for name in ("c_base", "base_aggregate_min"):
-            rows.append({"split": "val", "mode": reference["mode"], "diagnostic": name, "scope": "overall", "value": reference[name]})
-    samples = metrics[metrics.scope.str.startswith("length:") & metrics.metric.isin(("parse_rate", "answer_accuracy"))]
-    for (mode, scope, metric), values in samples.groupby(["mode", "scope", "metric"])["value"]:
-        rows.append(
-            {
-                "split": "test",
-                "mode": mode,
-                "diagnostic": f"sample_{metric}",
-                "scope": scope.removeprefix("length:"),
-                "value": values.mean(),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def aggregate(
     metric_paths: Sequence[str | Path],
     data_summary_path: str | Path,
     reference_paths: Sequence[str | Path],
     out_dir: str | Path,
     control_of: dict[str, str],
+    binding: Binding | None = None,
 ) -> dict[str, pd.DataFrame]:
     if not metric_paths:
         raise ValueError("aggregate needs at least one run's metrics file")
-    # one arrow concat, converted to pandas once: half the time of a pandas frame per run at 1,000 runs
-    metrics = pa.concat_tables([pq.read_table(path) for path in metric_paths]).to_pandas()
+    metrics, records = read_metrics(metric_paths)
+    if binding is not None:  # the runs the tables read are the grid's, trained on the current inputs (bindings.py)
+        check_against_grid(records, binding.grid, binding.results)
+        check_inputs([held[0] for held in records.values()], binding.input_hashes, binding.results)
     runs = runs_table(metrics)
-    check_current_extraction(runs, metric_paths)
     contrasts = contrast_table(runs, control_of)
     tables = {
         "runs": runs,
@@ -263,15 +239,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     combine.add_argument("--references", nargs="+", required=True)
     combine.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
     combine.add_argument("--out-dir", required=True)
+    combine.add_argument("--grid", required=True, help="the grid.json the Snakefile writes: the runs the tables may read")
+    combine.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a current input the runs must have been trained on: train_records, val_records, test_records, train_scores, "
+        "val_scores, reference_<mode>, init_decoder (repeat the flag)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "extract":
-            frame = run_metrics(args.run_dir)
-            with atomic_path(args.out) as tmp:
-                frame.to_parquet(tmp, index=False)
+            write_metrics(run_metrics(args.run_dir), args.out)
         else:
             control_of = parse_control_of(args.control_of)
-            tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of)
+            binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
+            tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of, binding)
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
     except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
         sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")

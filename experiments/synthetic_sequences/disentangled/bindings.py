@@ -1,0 +1,180 @@
+"""What the tables may read: the runs the grid asks for, with the settings it gives them, trained on the inputs
+the tables describe.
+
+The Snakefile writes `grid.json` under the results folder at parse time, rewritten only when its content
+changes: every run's path and the settings that decide its numbers. Extraction carries each run's own record
+(its path, settings and input hashes, read from the run directory) in its metrics file. Aggregation then
+refuses, naming them, a missing or an extra run, two files for one run, a file whose content disagrees with its
+path, a run whose settings are not the grid's (stale: trained before the config changed), and a run trained on
+other inputs than the current records, scores, reference or warm-start checkpoint. This holds whatever
+`.snakemake` remembers: a copied results folder, a fresh clone with results restored, a deleted `.snakemake`.
+
+No pandas or torch here: the Snakefile imports this module at parse time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.disentanglement.artifacts import sha256_file, write_json
+from experiments.synthetic_sequences.disentangled.config import INPUT_PATHS
+from experiments.synthetic_sequences.disentangled.grid import parse_run_path
+
+# run settings that name where things are or how often progress is logged, not what the numbers are; whether the
+# decoder was warm-started stays, as run.warm_start
+NOT_COMPARED = (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every")
+RUN_FIELDS = ("family", "term", "mode", "alpha", "seed")
+GRID_FILE = "grid.json"
+STALE_ADVICE = "remove their run directories (rm -r {dirs}) and run snakemake again: it retrains only them"
+
+
+class BindingError(ValueError):
+    """Runs the tables must not read; the message names them and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What aggregation holds the runs to: the grid, the current inputs' sha256 and the results folder (for advice)."""
+
+    grid: Mapping
+    input_hashes: Mapping[str, str]
+    results: str
+
+    @classmethod
+    def from_files(cls, grid_path: str | Path, inputs: Mapping[str, str]) -> Binding:
+        grid_path = Path(grid_path)
+        try:
+            grid = json.loads(grid_path.read_text())
+        except json.JSONDecodeError as err:
+            raise BindingError(f"{grid_path} is not valid JSON: {err}") from err
+        return cls(grid, {name: sha256_file(path) for name, path in inputs.items()}, str(grid_path.parent))
+
+
+def parse_input(text: str) -> tuple[str, str]:
+    """'reference_sum=results/reference/sum.json' -> its name and path (the path may hold '=' or ',')."""
+    name, separator, path = text.partition("=")
+    if not separator or not name or not path:
+        raise BindingError(f"--input: {text!r} is not NAME=PATH")
+    return name, path
+
+
+def compared_settings(run_config: Mapping) -> dict:
+    """The settings of a nested run_config (TrainConfig.to_dict()) that decide a run's numbers, as {'group.name': value}."""
+    flat = {}
+    for group, values in run_config.items():
+        for name, value in values.items():
+            if group == "run" and name in NOT_COMPARED:
+                continue
+            if isinstance(value, Mapping) and group == "model" and name == "latent":
+                flat.update({f"model.latent.{key}": item for key, item in value.items()})
+            else:
+                flat[f"{group}.{name}"] = value
+    flat["run.warm_start"] = bool(run_config["run"].get("init_decoder"))
+    return json.loads(json.dumps(flat))  # tuples as lists, as they come back from a run's JSON
+
+
+def grid_document(specs: Iterable) -> dict:
+    """grid.json: every run of the grid by its path, with its parameters and compared settings."""
+    runs = {}
+    for spec in specs:
+        settings = compared_settings(spec.train_config().to_dict())
+        settings["run.warm_start"] = spec.warm_start  # the grid wires the checkpoint; the flag is what decides the numbers
+        runs[spec.path] = {**{name: getattr(spec, name) for name in RUN_FIELDS}, "settings": settings}
+    return {"runs": runs}
+
+
+def write_grid(path: str | Path, specs: Iterable) -> None:
+    """Write grid.json when its content differs from the file's (so an unchanged grid keeps its mtime)."""
+    path = Path(path)
+    document = grid_document(specs)
+    if path.is_file():
+        try:
+            if json.loads(path.read_text()) == document:
+                return
+        except json.JSONDecodeError:
+            pass  # a damaged grid file is rewritten
+    write_json(document, path)
+
+
+def setting_differences(got: Mapping, want: Mapping) -> list[str]:
+    names = sorted(set(got) | set(want))
+    return [
+        f"{name} {got.get(name, 'unset')!r} (grid: {want.get(name, 'unset')!r})"
+        for name in names
+        if got.get(name, "unset") != want.get(name, "unset")
+    ]
+
+
+def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results: str) -> None:
+    """records: {metrics file: [its run record, one per run it holds]}. Refuses what the module docstring lists."""
+    seen: dict[str, str] = {}
+    problems: list[str] = []
+    stale: list[str] = []
+    for path, held in records.items():
+        if len(held) != 1:
+            problems.append(f"{path} holds {len(held)} runs, not one")
+            continue
+        record = held[0]
+        run = record["run"]
+        if not Path(path).with_suffix("").as_posix().endswith(run):
+            problems.append(f"{path} holds run {run}: its content disagrees with its path")
+        if run in seen:
+            problems.append(f"run {run} has two metrics files: {seen[run]} and {path}")
+        seen[run] = path
+        if run in grid["runs"]:
+            differences = setting_differences(record["settings"], grid["runs"][run]["settings"])
+            if differences:
+                stale.append(f"{run} ({'; '.join(differences[:3])}{'; ...' if len(differences) > 3 else ''})")
+    missing = sorted(set(grid["runs"]) - set(seen))
+    extra = sorted(set(seen) - set(grid["runs"]))
+    problems += [f"the grid's run {run} has no metrics file" for run in missing[:5]] + (["..."] if len(missing) > 5 else [])
+    problems += [f"{seen[run]} holds run {run}, which the grid does not ask for" for run in extra[:5]] + (["..."] if len(extra) > 5 else [])
+    if problems:
+        raise BindingError("the tables would read other runs than the grid's: " + "; ".join(problems))
+    if stale:
+        dirs = " ".join(f"{results}/runs/{entry.split(' ')[0]}" for entry in stale)
+        raise BindingError(
+            f"{len(stale)} run(s) were trained with other settings than the grid gives them (stale): {'; '.join(stale[:5])}. "
+            + STALE_ADVICE.format(dirs=dirs)
+        )
+
+
+def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: str) -> None:
+    """Every run's recorded input hashes equal the current artifacts' (current: {input name: sha256}; the reference
+    as reference_<mode>); refuses naming the runs and the inputs that differ."""
+    wrong = []
+    for record in records:
+        expected = {name: current[name] for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores")}
+        expected["reference"] = current[f"reference_{record['mode']}"]
+        if record["settings"]["run.warm_start"]:
+            expected["init_decoder"] = current["init_decoder"]
+        differs = sorted(name for name, digest in expected.items() if record["inputs_sha256"].get(name) != digest)
+        if differs:
+            wrong.append(f"{record['run']} ({', '.join(differs)})")
+    if wrong:
+        dirs = " ".join(f"{results}/runs/{entry.split(' ')[0]}" for entry in wrong)
+        raise BindingError(
+            f"{len(wrong)} run(s) were trained on other inputs than the current ones: {'; '.join(wrong[:5])}"
+            f"{'; ...' if len(wrong) > 5 else ''}. " + STALE_ADVICE.format(dirs=dirs)
+        )
+
+
+def run_record(run_dir: Path, run_config: Mapping, metadata: Mapping) -> dict:
+    """What a metrics file carries of its run: its path, settings and input hashes. Refuses a run_config.json whose
+    term, mode, alpha or seed disagree with the directory it sits in (a run copied to another seed, term or alpha)."""
+    params = parse_run_path(str(run_dir))
+    reconstruction = run_config["reconstruction"]
+    recorded = {
+        "term": reconstruction.get("term"),
+        "mode": reconstruction.get("reconstruction_loss_token_aggregation_mode"),
+        "alpha": reconstruction.get("token_weight_alpha"),
+        "seed": run_config.get("optim", {}).get("seed"),
+    }
+    wrong = [f"{name} {value!r} (path: {params[name]!r})" for name, value in recorded.items() if value != params[name]]
+    if wrong:
+        raise BindingError(f"{run_dir}/run_config.json disagrees with its path in {', '.join(wrong)}: it is not this directory's run")
+    path = f"{params['family']}/{Path(run_dir).parent.name}/{Path(run_dir).name}"
+    return {"run": path, **params, "settings": compared_settings(run_config), "inputs_sha256": dict(metadata.get("inputs_sha256", {}))}

@@ -1,0 +1,119 @@
+"""What the tables may read: runs bound to the grid, to their own path and to the current inputs."""
+
+import json
+
+import pytest
+
+from experiments.synthetic_sequences.disentangled.bindings import (
+    BindingError,
+    check_against_grid,
+    check_inputs,
+    compared_settings,
+    grid_document,
+    parse_input,
+    write_grid,
+)
+from experiments.synthetic_sequences.disentangled.grid import expand_grid
+
+FAMILIES = {
+    "main": {
+        "model": "shared_discrete",
+        "seeds": [0, 1],
+        "beta": 0.1,
+        "settings": {"steps": 10},
+        "runs": [{"term": "raw", "modes": ["mean"]}],
+    }
+}
+CURRENT = {name: f"sha-{name}" for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores")}
+CURRENT |= {"reference_mean": "sha-ref-mean", "reference_sum": "sha-ref-sum", "init_decoder": "sha-zfree"}
+
+
+def grid():
+    return grid_document(expand_grid(FAMILIES))
+
+
+def record(run: str, **settings) -> dict:
+    entry = grid()["runs"][run]
+    inputs = {name: CURRENT[name] for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores")}
+    return {
+        "run": run,
+        **{k: entry[k] for k in ("family", "term", "mode", "alpha", "seed")},
+        "settings": {**entry["settings"], **settings},
+        "inputs_sha256": {**inputs, "reference": CURRENT["reference_mean"]},
+    }
+
+
+def files(*records, prefix="results/metrics"):
+    return {f"{prefix}/{r['run']}.parquet": [r] for r in records}
+
+
+RUN0, RUN1 = "main/raw_mean_0/seed0", "main/raw_mean_0/seed1"
+
+
+def test_the_grid_s_runs_with_the_grid_s_settings_pass():
+    check_against_grid(files(record(RUN0), record(RUN1)), grid(), "results")
+    check_inputs([record(RUN0), record(RUN1)], CURRENT, "results")
+
+
+def test_a_missing_and_an_extra_run_are_named():
+    extra = {**record(RUN1), "run": "main/raw_mean_0/seed7", "seed": 7}
+    with pytest.raises(
+        BindingError,
+        match=r"the grid's run main/raw_mean_0/seed1 has no metrics file.*holds run main/raw_mean_0/seed7, which the grid does not ask for",
+    ):
+        check_against_grid(files(record(RUN0), extra), grid(), "results")
+
+
+def test_two_files_for_one_run_and_a_file_at_another_run_s_path_are_refused():
+    twice = {
+        "results/metrics/main/raw_mean_0/seed0.parquet": [record(RUN0)],
+        "results/metrics/main/raw_mean_0/seed1.parquet": [record(RUN0)],
+    }
+    with pytest.raises(
+        BindingError, match=r"seed1.parquet holds run main/raw_mean_0/seed0: its content disagrees with its path.*two metrics files"
+    ):
+        check_against_grid(twice, grid(), "results")
+
+
+def test_a_run_trained_with_other_settings_is_stale_and_the_error_says_how_to_retrain_it():
+    stale = record(RUN1, **{"optim.steps": 20})
+    with pytest.raises(
+        BindingError, match=r"main/raw_mean_0/seed1 \(optim.steps 20 \(grid: 10\)\).*rm -r results/runs/main/raw_mean_0/seed1"
+    ):
+        check_against_grid(files(record(RUN0), stale), grid(), "results")
+
+
+def test_a_run_of_other_inputs_is_refused_naming_the_input():
+    other = record(RUN1)
+    other["inputs_sha256"] = {**other["inputs_sha256"], "val_scores": "sha-of-another-data-seed"}
+    with pytest.raises(
+        BindingError, match=r"1 run\(s\) were trained on other inputs than the current ones: main/raw_mean_0/seed1 \(val_scores\)"
+    ):
+        check_inputs([record(RUN0), other], CURRENT, "results")
+    warm = record(RUN0, **{"run.warm_start": True})  # a warm-started run is held to the current checkpoint too
+    with pytest.raises(BindingError, match=r"seed0 \(init_decoder\)"):
+        check_inputs([warm], CURRENT, "results")
+
+
+def test_grid_json_is_rewritten_only_when_its_content_changes(tmp_path):
+    path = tmp_path / "grid.json"
+    specs = expand_grid(FAMILIES)
+    write_grid(path, specs)
+    first = path.stat().st_mtime_ns
+    write_grid(path, specs)
+    assert path.stat().st_mtime_ns == first
+    write_grid(path, expand_grid({"main": {**FAMILIES["main"], "beta": 0.2}}))
+    assert json.loads(path.read_text())["runs"][RUN0]["settings"]["objective.beta"] == 0.2
+
+
+def test_compared_settings_leave_out_paths_and_logging_and_keep_the_warm_start():
+    config = expand_grid(FAMILIES)[0].train_config(run_dir="x").to_dict()
+    settings = compared_settings(config)
+    assert "run.run_dir" not in settings and "run.train_records" not in settings and "run.log_every" not in settings
+    assert settings["optim.steps"] == 10 and settings["run.warm_start"] is False and settings["optim.seed"] == 0
+
+
+def test_inputs_are_name_equals_path_and_a_path_may_hold_equals_signs():
+    assert parse_input("reference_sum=res=1/reference/sum.json") == ("reference_sum", "res=1/reference/sum.json")
+    with pytest.raises(BindingError, match="is not NAME=PATH"):
+        parse_input("reference_sum")
