@@ -429,10 +429,8 @@ def test_aggregation_names_the_file_whose_json_is_broken(finished_run, reference
 def test_a_run_copied_to_another_seed_term_alpha_or_mode_is_refused_at_extraction(finished_run, tmp_path, copy_to):
     copy = tmp_path / copy_to
     shutil.copytree(finished_run, copy)
-    with pytest.raises(
-        SystemExit,
-        match=r"run_config.json disagrees with its path in (seed 0 \(path: 7\)|term 'raw' \(path: 'tok'\), alpha 0.0 \(path: 2.0\)|mode 'mean' \(path: 'sum'\))",
-    ):
+    wrong = r"(seed 0 \(path: 7\)|term 'raw' \(path: 'tok'\), alpha 0.0 \(path: 2.0\)|mode 'mean' \(path: 'sum'\))"
+    with pytest.raises(SystemExit, match=r"run_config.json disagrees with its path in " + wrong):
         extract(copy, tmp_path / "m.parquet")
     assert not (tmp_path / "m.parquet").exists()
 
