@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 
 from core.disentanglement.reference import main as reference_main
@@ -49,3 +52,14 @@ def io_flags(data_dir, scored, references):
         ]
 
     return flags
+
+
+LOCK_HOLDER = "import sys, time; from pathlib import Path; from experiments.synthetic_sequences.disentangled.run_lock import run_lock\n"
+LOCK_HOLDER += "with run_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)\n"
+
+
+def hold_run_lock(run_dir) -> subprocess.Popen:
+    """Another process holding run_dir's trainer lock (kill it when done)."""
+    process = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(run_dir)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "held"
+    return process

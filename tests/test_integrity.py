@@ -27,7 +27,7 @@ from experiments.synthetic_sequences.disentangled.run_state import MetricsLog, l
 from experiments.synthetic_sequences.disentangled.tables import main as tables_main
 from experiments.synthetic_sequences.disentangled.tables import run_metrics
 from experiments.synthetic_sequences.disentangled.train_disentangled import main
-from tests.conftest import TINY
+from tests.conftest import TINY, hold_run_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_RUN = ["--d-model", "32", "--n-layer", "1", "--n-head", "2", "--num-codes", "3", "--batch-size", "32"]
@@ -441,3 +441,16 @@ def test_a_metrics_file_carries_its_run_s_record(finished_run, tmp_path):
     metadata = json.loads((finished_run / "metadata.json").read_text())
     assert record["inputs_sha256"] == metadata["inputs_sha256"] and record["seed"] == 0 and record["mode"] == "mean"
     assert record["settings"]["optim.seed"] == 0 and "run.run_dir" not in record["settings"]
+
+
+def test_a_second_trainer_in_a_run_directory_is_refused_before_it_touches_anything(io_flags, tmp_path):
+    run = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    run.mkdir(parents=True)
+    holder = hold_run_lock(run)
+    try:
+        with pytest.raises(SystemExit, match=rf"is being trained by PID {holder.pid} on "):
+            main([*io_flags("mean", run), *TINY_RUN, "--steps", "3", "--reconstruction-term", "raw"])
+        assert sorted(path.name for path in run.iterdir()) == [".train.lock"]  # nothing written, nothing removed
+    finally:
+        holder.kill()
+        holder.wait()

@@ -270,6 +270,23 @@ def test_table_target_reruns_only_the_table_rules(pipeline):
 
 
 @pytest.mark.slow
+def test_stale_runs_are_refused_without_snakemakes_metadata(pipeline, tmp_path):
+    """A copied results folder (snakemake keeps no metadata for it) whose config then asks for other steps: the runs
+    are not retrained by snakemake, and the tables refuse them instead of tabulating them."""
+    results = tmp_path / "results"
+    shutil.copytree(pipeline, results)
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["families"]["discrete"]["settings"]["steps"] = 60  # one settings mapping: every family's (a YAML anchor)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({**config, "results": str(results)}))
+    run = snakemake("tables", "--cores", "2", "--configfile", str(tmp_path / "config.yaml"))
+    assert run.returncode != 0
+    log = (results / "logs" / "aggregate_tables.log").read_text()
+    assert "12 run(s) were trained with other settings than the grid gives them (stale)" in log
+    assert "optim.steps 1500 (grid: 60)" in log and f"rm -r {results}/runs/" in log
+    assert json.loads((results / "grid.json").read_text())["runs"]["discrete/raw_sum_0/seed0"]["settings"]["optim.steps"] == 60
+
+
+@pytest.mark.slow
 def test_a_sum_run_forced_onto_a_mean_artifact_is_refused(pipeline, tmp_path):
     results = tmp_path / "results"
     shutil.copytree(pipeline, results, ignore=shutil.ignore_patterns("runs", "metrics", "tables", "plots"))

@@ -28,7 +28,7 @@ from experiments.synthetic_sequences.disentangled.grid import parse_run_path
 NOT_COMPARED = (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every")
 RUN_FIELDS = ("family", "term", "mode", "alpha", "seed")
 GRID_FILE = "grid.json"
-STALE_ADVICE = "remove their run directories (rm -r {dirs}) and run snakemake again: it retrains only them"
+STALE_ADVICE = "Remove their run directories (rm -r {dirs}) and run snakemake again: it retrains only them"
 
 
 class BindingError(ValueError):

@@ -25,6 +25,7 @@ from experiments.synthetic_sequences.disentangled.evaluate import evaluate
 from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
 from experiments.synthetic_sequences.disentangled.inputs import RunInputs, input_hashes, load_inputs
 from experiments.synthetic_sequences.disentangled.model_setup import build_optimizer, initial_model, resolve_device
+from experiments.synthetic_sequences.disentangled.run_lock import run_lock
 from experiments.synthetic_sequences.disentangled.run_state import (
     METRICS_FILE,
     PARTIAL_METRICS_FILE,
@@ -148,37 +149,38 @@ def train(config: TrainConfig) -> dict:
 
     run_dir = config.run.path
     run_dir.mkdir(parents=True, exist_ok=True)
-    resumed = load_resume(run_dir / RESUME_FILE, config.training_settings(), inputs_sha256)
-    clear_outputs(run_dir)
-    start_step = 0
-    if resumed is not None:
-        model.load_state_dict(resumed["model"])
-        optimizer.load_state_dict(resumed["optimizer"])
-        start_step = resumed["step"]
-        print(f"resuming {run_dir} from step {start_step}", file=sys.stderr, flush=True)
-    log = MetricsLog(run_dir / PARTIAL_METRICS_FILE, keep=resumed["rows_logged"] if resumed is not None else 0)
-    spec = resolve_objective(config, inputs)
-    metadata = start_metadata(config, inputs, spec, device, start_step, model, inputs_sha256)
-    write_json(config.to_dict(), run_dir / "run_config.json")
-    write_json(metadata, run_dir / "metadata.json")
+    with run_lock(run_dir):  # one trainer per run directory
+        resumed = load_resume(run_dir / RESUME_FILE, config.training_settings(), inputs_sha256)
+        clear_outputs(run_dir)
+        start_step = 0
+        if resumed is not None:
+            model.load_state_dict(resumed["model"])
+            optimizer.load_state_dict(resumed["optimizer"])
+            start_step = resumed["step"]
+            print(f"resuming {run_dir} from step {start_step}", file=sys.stderr, flush=True)
+        log = MetricsLog(run_dir / PARTIAL_METRICS_FILE, keep=resumed["rows_logged"] if resumed is not None else 0)
+        spec = resolve_objective(config, inputs)
+        metadata = start_metadata(config, inputs, spec, device, start_step, model, inputs_sha256)
+        write_json(config.to_dict(), run_dir / "run_config.json")
+        write_json(metadata, run_dir / "metadata.json")
 
-    task = CVAETask(model, optimizer, config, inputs, spec, device, log, inputs_sha256)
-    task.last_saved = start_step if resumed is not None else None
-    optim, run = config.optim, config.run
-    loop = TrainingLoop(
-        model, optimizer, LoopSchedule(optim.steps, optim.lr, optim.warmup_steps, optim.grad_clip, run.eval_every, run.log_every)
-    )
-    try:
-        loop.run(task, start_step)
-    except NonFiniteLoss as err:
-        raise NonFiniteLoss(f"{err}; {task.kept()}") from err
-    timing = {
-        "setup_s": loop.started - called,
-        "train_loop_s": loop.elapsed(),  # this process's steps, with their validation passes and checkpoints
-        "validation_s": loop.evaluation_s,  # the learning curves' share of train_loop_s
-        "train_steps": optim.steps - start_step,
-    }
-    return finish(config, model, inputs, device, log, metadata, timing)
+        task = CVAETask(model, optimizer, config, inputs, spec, device, log, inputs_sha256)
+        task.last_saved = start_step if resumed is not None else None
+        optim, run = config.optim, config.run
+        loop = TrainingLoop(
+            model, optimizer, LoopSchedule(optim.steps, optim.lr, optim.warmup_steps, optim.grad_clip, run.eval_every, run.log_every)
+        )
+        try:
+            loop.run(task, start_step)
+        except NonFiniteLoss as err:
+            raise NonFiniteLoss(f"{err}; {task.kept()}") from err
+        timing = {
+            "setup_s": loop.started - called,
+            "train_loop_s": loop.elapsed(),  # this process's steps, with their validation passes and checkpoints
+            "validation_s": loop.evaluation_s,  # the learning curves' share of train_loop_s
+            "train_steps": optim.steps - start_step,
+        }
+        return finish(config, model, inputs, device, log, metadata, timing)
 
 
 def finish(config: TrainConfig, model, inputs: RunInputs, device, log: MetricsLog, metadata: dict, timing: dict) -> dict:

@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         evaluation = train(config)
     except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
         sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
-    except (ValueError, NonFiniteLoss) as err:
+    except (ValueError, NonFiniteLoss) as err:  # RunDirectoryBusy is a ValueError
         sys.exit(f"error: {err}")
     overall = evaluation["strategy_separation"]["overall"]
     baseline = evaluation["strategy_separation"]["shuffled_label_baseline"]
