@@ -9,6 +9,7 @@ from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
 from core.disentanglement.cli import format_pairs
 from core.disentanglement.registry import alternation
 from experiments.synthetic_sequences.disentangled.grid import (
+    FAMILY_PATTERN,
     cli_arguments,
     control_families,
     expand_grid,
@@ -27,6 +28,16 @@ RUN = "{family}/{term}_{mode}_{alpha}/seed{seed}"
 # wildcard constraints from the registries: a new term or mode is one entry in core/disentanglement
 TERM_PATTERN = alternation(OPTIMISABLE_TERMS)
 MODE_PATTERN = alternation(AGGREGATION_MODES)
+
+
+# every rule's run wildcards: a path that is not a run of the grid's shape matches no rule
+wildcard_constraints:
+    family=FAMILY_PATTERN,
+    term=TERM_PATTERN,
+    mode=MODE_PATTERN,
+    alpha=r"[0-9]+(\.[0-9]+)?",
+    seed=r"[0-9]+",
+
 
 
 def check_config():

@@ -56,8 +56,6 @@ rule reference_scale:
         results("logs/reference_scale/{mode}.log"),
     benchmark:
         results("benchmarks/reference_scale/{mode}.tsv")
-    wildcard_constraints:
-        mode=MODE_PATTERN,
     conda:
         "../envs/pipeline.yaml"
     resources:

@@ -18,12 +18,6 @@ rule train_run:
         results(f"logs/train_run/{RUN}.log"),
     benchmark:
         results(f"benchmarks/train_run/{RUN}.tsv")
-    wildcard_constraints:
-        family=r"[A-Za-z0-9][A-Za-z0-9-]*",
-        term=TERM_PATTERN,
-        mode=MODE_PATTERN,
-        alpha=r"[0-9]+(\.[0-9]+)?",
-        seed=r"[0-9]+",
     conda:
         "../envs/pipeline.yaml"
     threads: 1

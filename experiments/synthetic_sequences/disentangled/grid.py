@@ -57,7 +57,8 @@ RUN_OUTPUTS = ("run_config.json", "metrics.jsonl", "model.pt", "eval.json", "met
 RESUME_FILE = "resume.pt"
 
 CONTROL_MODE = {"scale": "mean", "balance": "sum"}  # each control is defined in one mode (design.md)
-FAMILY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")  # a path component, short enough for any filesystem
+FAMILY_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{0,63}"  # a path component, short enough for any filesystem
+FAMILY_NAME = re.compile(f"^{FAMILY_PATTERN}$")
 
 
 class GridError(ValueError):
