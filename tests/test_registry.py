@@ -44,11 +44,14 @@ def test_the_trainer_cli_offers_the_registries_as_choices():
     assert all(action.help for name, action in actions.items() if name != "help"), "every flag has its help text"
 
 
-def test_the_rules_take_their_wildcard_constraints_from_the_registries():
-    for rule in ("train.smk", "reference.smk"):
-        text = (ROOT / "rules" / rule).read_text()
-        assert "mode=MODE_PATTERN" in text and not re.search(r'mode="mean', text)
-    assert "term=TERM_PATTERN" in (ROOT / "rules" / "train.smk").read_text()
+def test_every_rule_takes_its_run_wildcard_constraints_from_the_registries():
+    """One global wildcard_constraints block (rules/common.smk) built from the registries and the grid's family pattern."""
+    common = (ROOT / "rules" / "common.smk").read_text()
+    block = common[common.index("wildcard_constraints:") :].split("\n\n")[0]
+    for line in ("family=FAMILY_PATTERN", "term=TERM_PATTERN", "mode=MODE_PATTERN"):
+        assert line in block
+    for rule in sorted((ROOT / "rules").glob("*.smk")):
+        assert not re.search(r'(mode|term|family)=r?"', rule.read_text()), f"{rule.name} writes its own run wildcard pattern"
 
 
 def test_each_model_family_has_its_registered_latent_settings():
