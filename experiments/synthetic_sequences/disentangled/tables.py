@@ -137,7 +137,9 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
 
 def write_metrics(frame: pd.DataFrame, path: str | Path) -> None:
     """One run's metrics file: the tidy table, and the run's record (bindings.run_record) in the file's metadata."""
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    plain = frame.copy(deep=False)
+    plain.attrs = {}  # the record goes in once, as the file's own metadata, not in pandas' attrs that every derived frame keeps
+    table = pa.Table.from_pandas(plain, preserve_index=False)
     table = table.replace_schema_metadata({**table.schema.metadata, RUN_RECORD.encode(): json.dumps(frame.attrs[RUN_RECORD]).encode()})
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
@@ -145,13 +147,15 @@ def write_metrics(frame: pd.DataFrame, path: str | Path) -> None:
 
 def read_metrics(paths: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[str, list[dict]]]:
     """Every metrics file as one frame, and each file's run records (an older extraction carries none)."""
-    tables = [pq.read_table(path) for path in paths]
-    records = {}
-    for path, table in zip(paths, tables, strict=True):
-        carried = (table.schema.metadata or {}).get(RUN_RECORD.encode())
+    tables, records = [], {}
+    for path in paths:
+        table = pq.read_table(path)
+        metadata = dict(table.schema.metadata or {})
+        carried = metadata.pop(RUN_RECORD.encode(), None)
         if carried is None:
             raise ValueError(f"{path} carries no run record: it was extracted by an older version; {REEXTRACT}")
         records[str(path)] = [json.loads(carried)]
+        tables.append(table.replace_schema_metadata(metadata))  # the pooled tables carry no one run's record
     # one arrow concat, converted to pandas once: half the time of a pandas frame per run at 1,000 runs
     return pa.concat_tables(tables).to_pandas(), records
 
