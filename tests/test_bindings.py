@@ -117,3 +117,14 @@ def test_inputs_are_name_equals_path_and_a_path_may_hold_equals_signs():
     assert parse_input("reference_sum=res=1/reference/sum.json") == ("reference_sum", "res=1/reference/sum.json")
     with pytest.raises(BindingError, match="is not NAME=PATH"):
         parse_input("reference_sum")
+
+
+def test_a_run_copied_into_a_control_family_is_refused_by_its_settings():
+    """main/raw_mean_0/seed0 copied to main-scale/raw_mean_0/seed0: its path parses, its settings are not the control's."""
+    families = {**FAMILIES, "main-scale": {**FAMILIES["main"], "controls": "scale", "control_of": "main"}}
+    grid = grid_document(expand_grid(families))
+    copied = {**record(RUN0), "run": "main-scale/raw_mean_0/seed0", "family": "main-scale"}
+    proper = {**record(RUN1), "run": "main-scale/raw_mean_0/seed1", "family": "main-scale"}
+    proper["settings"] = grid["runs"]["main-scale/raw_mean_0/seed1"]["settings"]
+    with pytest.raises(BindingError, match=r"main-scale/raw_mean_0/seed0 \(objective.controls 'none' \(grid: 'scale'\)\)"):
+        check_against_grid(files(record(RUN0), record(RUN1), copied, proper), grid, "results")
