@@ -21,8 +21,8 @@ from experiments.synthetic_sequences.disentangled.pairing import check_pairings
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def config_grid(name):
-    """The runs a config file asks for (pilot.yaml merges over config.yaml, as snakemake does)."""
+def merged_families(name):
+    """(families, seeds) of a config file: pilot.yaml and the others merge over config.yaml, as snakemake does."""
     default = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     merged, seeds = default["families"], default["seeds"]
     if name != "config.yaml":
@@ -30,7 +30,12 @@ def config_grid(name):
         for family, spec in override["families"].items():
             merged[family] = {**merged.get(family, {}), **spec}
         seeds = override.get("seeds", seeds)
-    return expand_grid(merged, seeds)
+    return merged, seeds
+
+
+def config_grid(name):
+    """The runs a config file asks for."""
+    return expand_grid(*merged_families(name))
 
 
 @pytest.mark.parametrize("config", ["config.yaml", "pilot.yaml"])
@@ -227,11 +232,4 @@ def test_a_main_family_takes_at_most_one_control_family_of_each_kind():
 
 @pytest.mark.parametrize("name", ["config.yaml", "pilot.yaml", "smoke.yaml", "cold_start.yaml"])
 def test_the_shipped_configs_pair_their_controls(name):
-    default = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    merged, seeds = default["families"], default["seeds"]
-    if name != "config.yaml":
-        override = yaml.safe_load((ROOT / "config" / name).read_text())
-        for family, spec in override["families"].items():
-            merged[family] = {**merged.get(family, {}), **spec}
-        seeds = override.get("seeds", seeds)
-    check_pairings(merged, seeds)  # raises GridError naming the field otherwise
+    check_pairings(*merged_families(name))  # raises GridError naming the field otherwise

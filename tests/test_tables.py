@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
 from experiments.synthetic_sequences.disentangled.inference import paired_seeds_needed, t_interval
@@ -25,6 +26,7 @@ def run(family, controls, term, mode, seed, nmi, mi=0.5, converged=1.0):
         "beta": 0.1,
         "reconstruction_scale": 1.0,
         "nmi": nmi,
+        "strategy_information": nmi / 2,
         "mutual_information": mi,
         "converged": converged,
         "took_up": 1.0,
@@ -70,7 +72,16 @@ def test_contrasts_pair_by_seed_and_cover_both_controls(runs):
     assert nmi.loc["sum-scale", "estimate"] == pytest.approx(np.mean([0.25, 0.05, 0.55]))
     assert (nmi["n_a"] == 3).all() and (nmi["n_b"] == 3).all()
     assert nmi.loc["sum-mean", "ci_low"] < nmi.loc["sum-mean", "estimate"] < nmi.loc["sum-mean", "ci_high"]
-    assert nmi.loc["sum-mean", "p"] == pytest.approx(2 / 8)  # every difference positive: 2 of the 2^3 sign patterns
+    # NMI is a secondary reading: the paired t p, t = mean / (sd / sqrt(n)) on 2 degrees of freedom
+    differences = [0.3, 0.1, 0.6]
+    mean, sd = np.mean(differences), np.std(differences, ddof=1)
+    assert (
+        nmi.loc["sum-mean", "p"] == pytest.approx(2 * stats.t.sf(mean / (sd / math.sqrt(3)), 2))
+        and nmi.loc["sum-mean", "test"] == "paired t"
+    )
+    # strategy information is an endpoint: the exact sign-flip p, every difference positive: 2 of the 2^3 sign patterns
+    information = table[(table.metric == "strategy_information") & (table.subset == "all")].set_index("comparison")
+    assert information.loc["sum-mean", "p"] == pytest.approx(2 / 8) and information.loc["sum-mean", "test"] == "sign-flip, exact"
     assert "dist" not in set(table.term)  # a term run in one mode only has nothing to pair
 
 

@@ -12,7 +12,7 @@ contrast `a - b` (COMPARISONS) the `mean_vs_sum` table holds, with the tests of 
                         reconstruction, among the pairs whose runs both took up the latent (subset `took_up`): mean
                         difference with its paired t interval; exact sign-flip p; TOST p for a difference within
                         +-margin; seeds needed. NMI, AMI, ARI (of argmax codes or k-means clusters of E_q[z]), the
-                        probe and the samples' rates: among all pairs
+                        probe and the samples' rates, secondary readings: among all pairs, with the paired t p
 Onset and the continuous metrics are secondary: Benjamini-Hochberg over them per (family, term, alpha,
 comparison, subset). Every row carries both the raw and the adjusted p, the smallest p its test can give at
 this n, and the arm sizes. Rows exist only for arms that were run and pairs that exist.
@@ -130,7 +130,14 @@ def paired_rows(pairs: pd.DataFrame, subset: str, metrics: tuple[str, ...]) -> l
         if len(differences) == 0:
             continue
         delta, sd, low, high = inference.t_interval(differences)
-        p, draws = inference.sign_flip_p(differences)
+        if metric in CONTINUOUS_METRICS:
+            p, draws = inference.sign_flip_p(differences)
+            test, smallest = (
+                (f"sign-flip, {draws} draws" if draws else "sign-flip, exact"),
+                inference.smallest_sign_flip_p(len(differences)),
+            )
+        else:
+            p, test, smallest = inference.paired_t_p(differences), "paired t", np.nan
         rows.append(
             {
                 "metric": metric,
@@ -142,9 +149,9 @@ def paired_rows(pairs: pd.DataFrame, subset: str, metrics: tuple[str, ...]) -> l
                 "ci_high": high,
                 "interval": "paired t",
                 "p": p,
-                "test": f"sign-flip, {draws} draws" if draws else "sign-flip, exact",
+                "test": test,
                 "p_equivalence": inference.tost_p(differences, MARGINS[metric]),
-                "smallest_p": inference.smallest_sign_flip_p(len(differences)),
+                "smallest_p": smallest,
                 "seeds_needed": inference.paired_seeds_needed(delta, sd, MARGINS[metric]),
                 "sd": sd,
                 "unconverged_runs": unconverged,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from datetime import datetime
 from pathlib import Path
 
@@ -16,9 +15,10 @@ from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_O
 RUN_CONFIG_GROUPS = ("reconstruction", "model", "run")  # the groups of run_config.json that extraction reads
 EXTRACTED = ("metadata.json", "eval.json", "run_config.json", "metrics.jsonl")  # the run files extraction reads
 EVAL_SECTIONS = ("latent_usage", "strategy_separation", "samples")
-# a validation row, in any key order: only these lines are parsed (the train rows, one per step, are never split or
-# parsed; they made up nearly all of a run's extraction time)
-VALIDATION_SPLIT = re.compile(rb'"split"\s*:\s*"val"')
+# the value of a validation row's split, in any key order or spacing: only the lines holding it are parsed (the train
+# rows, one per step, are never split or parsed; they made up nearly all of a run's extraction time)
+VAL_VALUE = b'"val"'
+
 # the values the verdict and the tables read, and what each can be (a float's residue of -1e-9 is not a refusal)
 SLACK = 1e-6
 RANGES = {
@@ -39,12 +39,16 @@ VALIDATION_KEYS = ("step", "mutual_information", "recon_nll_per_token")  # what 
 def validation_rows(text: bytes, path: Path) -> list[dict]:
     """The validation rows of a metrics.jsonl, each parsed as a JSON record and checked to be one."""
     rows = []
-    for match in VALIDATION_SPLIT.finditer(text):
-        start, end = text.rfind(b"\n", 0, match.start()) + 1, text.find(b"\n", match.end())
-        row = parse_json(text[start : len(text) if end == -1 else end], path)
-        if not isinstance(row, dict) or row.get("split") != "val":
-            raise ValueError(f"{path}: a line naming split val is not a validation record: {text[start:end][:80]!r}")
-        rows.append(row)
+    found = text.find(VAL_VALUE)
+    while found != -1:
+        start, end = text.rfind(b"\n", 0, found) + 1, text.find(b"\n", found)
+        end = len(text) if end == -1 else end
+        row = parse_json(text[start:end], path)
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}: line {text[start:end][:80]!r} is not a JSON record")
+        if row.get("split") == "val":
+            rows.append(row)
+        found = text.find(VAL_VALUE, end)
     for row in rows:
         missing = [key for key in VALIDATION_KEYS if key not in row]
         if missing:
