@@ -11,8 +11,9 @@ contrast `a - b` (COMPARISONS) the `mean_vs_sum` table holds, with the tests of 
   continuous metrics    paired by seed, among all pairs (subset `all`) and, for I(x;z), strategy information and
                         reconstruction, among the pairs whose runs both took up the latent (subset `took_up`): mean
                         difference with its paired t interval; exact sign-flip p; TOST p for a difference within
-                        +-margin; seeds needed. NMI, AMI, ARI (of argmax codes or k-means clusters of E_q[z]), the
-                        probe and the samples' rates, secondary readings: among all pairs, with the paired t p
+                        +-margin; seeds needed (among the pairs that took up only). NMI, AMI, ARI (of argmax codes
+                        or k-means clusters of E_q[z]), the probe and the samples' rates, secondary readings: among
+                        all pairs, with the paired t p
 Onset and the continuous metrics are secondary: Benjamini-Hochberg over them per (family, term, alpha,
 comparison, subset). Every row carries both the raw and the adjusted p, the smallest p its test can give at
 this n, and the arm sizes. Rows exist only for arms that were run and pairs that exist.
@@ -152,7 +153,9 @@ def paired_rows(pairs: pd.DataFrame, subset: str, metrics: tuple[str, ...]) -> l
                 "test": test,
                 "p_equivalence": inference.tost_p(differences, MARGINS[metric]),
                 "smallest_p": smallest,
-                "seeds_needed": inference.paired_seeds_needed(delta, sd, MARGINS[metric]),
+                # only among runs that took up: over all runs the differences mix runs that did with runs that did not,
+                # and the sd of such a bimodal variable sizes nothing
+                "seeds_needed": inference.paired_seeds_needed(delta, sd, MARGINS[metric]) if subset == "took_up" else np.nan,
                 "sd": sd,
                 "unconverged_runs": unconverged,
             }

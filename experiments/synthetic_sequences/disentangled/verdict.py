@@ -29,7 +29,8 @@ Reading of a contrast a - b, from its 95% interval and adjusted p:
   cannot be resolved at n                 anything else; the line gives the smallest p the test can give at
                                           this n and the seeds per arm that would resolve it at the observed
                                           values ({POWER:.0%} power at alpha {ALPHA:g}, for take-up at alpha / the planned
-                                          contrasts; or an interval inside +-margin)
+                                          contrasts; or an interval inside +-margin); for a continuous metric only
+                                          among the seeds that took up, as over all runs it is bimodal
   onset reads earlier / later (adjusted log-rank p < {ALPHA:g}) or cannot be told apart.
 Each control C (scale, balance), when sum raises or lowers an endpoint:
   all of it    C - mean reads as sum - mean does, and sum - C reads no difference (or below the margin)
@@ -160,6 +161,8 @@ def resolvability(row: dict, planned: int) -> str:
         text += f"; about {int(needed)} seeds per arm would resolve it at the observed values"
     elif needed == math.inf:
         text += f"; more than {MAX_SEEDS} seeds per arm would be needed at the observed values"
+    elif row["subset"] == "all" and row["metric"] != PRIMARY:
+        text += "; no seed count is estimated from it: it mixes runs that took up with runs that did not (see take-up)"
     return text
 
 
