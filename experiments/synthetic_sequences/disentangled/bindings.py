@@ -28,7 +28,12 @@ from experiments.synthetic_sequences.disentangled.grid import parse_run_path
 NOT_COMPARED = (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every")
 RUN_FIELDS = ("family", "term", "mode", "alpha", "seed")
 GRID_FILE = "grid.json"
-STALE_ADVICE = "Remove their run directories (rm -r {dirs}) and run snakemake again: it retrains only them"
+
+
+def retrain_advice(entries: list[str], results: str) -> str:
+    """How to retrain the runs named at the start of each entry ('family/key/seedN (why)')."""
+    dirs = " ".join(f"{results}/runs/{entry.split(' ')[0]}" for entry in entries)
+    return f"Remove their run directories (rm -r {dirs}) and run snakemake again: it retrains only them"
 
 
 class BindingError(ValueError):
@@ -135,10 +140,9 @@ def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results
     if problems:
         raise BindingError("the tables would read other runs than the grid's: " + "; ".join(problems))
     if stale:
-        dirs = " ".join(f"{results}/runs/{entry.split(' ')[0]}" for entry in stale)
         raise BindingError(
             f"{len(stale)} run(s) were trained with other settings than the grid gives them (stale): {'; '.join(stale[:5])}. "
-            + STALE_ADVICE.format(dirs=dirs)
+            + retrain_advice(stale, results)
         )
 
 
@@ -155,10 +159,9 @@ def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: s
         if differs:
             wrong.append(f"{record['run']} ({', '.join(differs)})")
     if wrong:
-        dirs = " ".join(f"{results}/runs/{entry.split(' ')[0]}" for entry in wrong)
         raise BindingError(
             f"{len(wrong)} run(s) were trained on other inputs than the current ones: {'; '.join(wrong[:5])}"
-            f"{'; ...' if len(wrong) > 5 else ''}. " + STALE_ADVICE.format(dirs=dirs)
+            f"{'; ...' if len(wrong) > 5 else ''}. " + retrain_advice(wrong, results)
         )
 
 

@@ -209,14 +209,14 @@ def seeds_text(needed: float) -> str:
     return f": more than {MAX_SEEDS} seeds per arm would be needed" if needed == math.inf else ""
 
 
-def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame]) -> str:
+def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame], medians: dict[str, float]) -> str:
     """Per arm, what the endpoint counts: 'mean 0/10, sum 6/10' for take-up, the seeds behind the others."""
     if endpoint.metric == PRIMARY:
         return ", ".join(f"{name} {int(arm[PRIMARY].sum())}/{len(arm)}" for name, arm in group_arms.items())
     if endpoint.metric == ONSET:
         parts = []
         for name, arm in group_arms.items():
-            median = kaplan_meier(arm[ONSET], arm.onset_observed)["median"]
+            median = medians[name]
             reached = f"median step {median:.0f}" if finite(median) else "median not reached"
             parts.append(f"{name} {int(arm.onset_observed.sum())} of {len(arm)} with an onset, {reached}")
         return "; ".join(parts)
@@ -255,14 +255,16 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
                 continue
             mine = contrasts[(contrasts.family == family) & (contrasts.term == term) & (contrasts.alpha == alpha)]
             planned = int((mine.metric == PRIMARY).sum())
-            involved = pd.concat(group_arms.values())
+            involved, behind = pd.concat(group_arms.values()), runs_behind(group_arms)
+            # each arm's Kaplan-Meier median onset, once: the onset line prints them and reads its direction from them
+            medians = {name: kaplan_meier(arm[ONSET], arm.onset_observed)["median"] for name, arm in group_arms.items()}
             for endpoint in ENDPOINTS:
                 chosen = mine[(mine.metric == endpoint.metric) & (mine.subset == endpoint.subset)]
                 by_comparison = {row["comparison"]: row for row in chosen.to_dict("records")}
                 if endpoint.metric == ONSET:
                     for row in by_comparison.values():
-                        add_medians(row, group_arms)
-                line = endpoint_line(endpoint, by_comparison, arm_summary(endpoint, group_arms), planned)
+                        row["median_a"], row["median_b"] = (medians[name] for name in row["comparison"].split("-"))
+                line = endpoint_line(endpoint, by_comparison, arm_summary(endpoint, group_arms, medians), planned)
                 effect_row = line["row"] or {}
                 rows.append(
                     {
@@ -276,17 +278,10 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
                         "reading": line["reading"],
                         **{kind: line["shares"].get(kind, "-") for kind in CONTROL_ARMS},
                         "seeds_needed": line.get("seeds_needed", math.nan),
-                        "runs": runs_behind(group_arms),
+                        "runs": behind,
                         "unconverged_runs": int((involved.converged < 1).sum()),
                         "verdict": line["text"],
                     }
                 )
     table = pd.DataFrame(rows, columns=COLUMNS)
     return table.astype({"n_a": "Int64", "n_b": "Int64"})
-
-
-def add_medians(row: dict, group_arms: dict[str, pd.DataFrame]) -> None:
-    """The Kaplan-Meier medians of an onset row's two arms, for the direction of an onset difference."""
-    for side, name in zip("ab", row["comparison"].split("-"), strict=True):
-        arm = group_arms[name]
-        row[f"median_{side}"] = kaplan_meier(arm[ONSET], arm.onset_observed)["median"]
