@@ -29,6 +29,7 @@ include: "rules/common.smk"
 
 check_config()
 GRID = run_grid()
+CHUNKS = chunk_grid(GRID.values(), seeds_per_job())  # the training jobs
 # the record of what the tables may read, rewritten at parse time (a dry run too) only when its content changes
 write_grid(results(GRID_FILE), GRID.values())
 

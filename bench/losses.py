@@ -49,7 +49,7 @@ class Variant:
     def __init__(self, config, inputs):
         self.config = config
         self.model = initial_model(config, inputs)
-        self.optimizer = build_optimizer(self.model, config)
+        self.optimizer = build_optimizer(self.model.named_parameters(), config)
         self.spec = resolve_objective(config, inputs)
 
     def block(self, batches) -> float:

@@ -132,7 +132,7 @@ def measure(runs: tuple[int, ...] = (10, 100, 1000)) -> BenchResult:
         progress("a short real run as the template")
         paths = prepare_run_inputs(tmp / "inputs", zfree_steps=20)
         template = tmp / "template"
-        train(pilot_train_config(paths, template, steps=10, eval_every=10, eval_prompts_per_code=4))
+        train([pilot_train_config(paths, template, steps=10, eval_every=10, eval_prompts_per_code=4)])
         data_summary = str(Path(paths["train_records"]).parent / "summary.json")
         inputs = current_inputs(paths, template)
         for count in runs:

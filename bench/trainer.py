@@ -75,7 +75,7 @@ def measure(threads: int = 1) -> BenchResult:
         bare = [bare_loop(config, inputs, batches)]
         progress(f"trainer, {steps} steps (eval every {run.eval_every}, checkpoint every {run.checkpoint_every})")
         trainer_started = time.perf_counter()
-        train(config)
+        train([config])
         trainer_wall = time.perf_counter() - trainer_started
         timing = json.loads((run.path / "metadata.json").read_text())["timing"]
         progress(f"bare loop, {steps} steps")

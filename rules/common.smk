@@ -16,6 +16,7 @@ from experiments.synthetic_sequences.disentangled.grid import (
     modes_used,
 )
 from experiments.synthetic_sequences.disentangled.bindings import GRID_FILE, write_grid
+from experiments.synthetic_sequences.disentangled.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
 from experiments.synthetic_sequences.disentangled.pairing import check_pairings
 
 SPLITS = ("train", "val", "test")
@@ -25,6 +26,7 @@ TABLE_FORMATS = ("parquet", "csv", "md")
 CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown
 PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves")
 RUN = "{family}/{term}_{mode}_{alpha}/seed{seed}"
+CHUNK = "{family}/{term}_{mode}_{alpha}/seeds{chunk}"  # the seeds of one arm trained together (chunks.py)
 # wildcard constraints from the registries: a new term or mode is one entry in core/disentanglement
 TERM_PATTERN = alternation(OPTIMISABLE_TERMS)
 MODE_PATTERN = alternation(AGGREGATION_MODES)
@@ -37,6 +39,7 @@ wildcard_constraints:
     mode=MODE_PATTERN,
     alpha=r"[0-9]+(\.[0-9]+)?",
     seed=r"[0-9]+",
+    chunk=CHUNK_PATTERN,
 
 
 
@@ -92,10 +95,6 @@ def output_folder(wildcards, output):
     return os.path.dirname(output[0])
 
 
-def input_folder(wildcards, input):
-    return os.path.dirname(input[0])
-
-
 def zfree_checkpoint():
     """The frozen model that scores records: trained here, or an existing entangled run's checkpoint."""
     if config["reference"]["source"] == "entangled":
@@ -107,16 +106,40 @@ def reference_artifacts():
     return expand(results("reference/{mode}.json"), mode=modes_used(GRID.values()))
 
 
-def run_spec(wildcards):
-    path = RUN.format(**wildcards)
-    if path not in GRID:
-        raise ValueError(f"run {path} is not in the config's grid")
-    return GRID[path]
+def seeds_per_job():
+    return config.get("seeds_per_job", 1)
+
+
+def chunk_runs(wildcards):
+    """The runs of a training job's chunk, in seed order."""
+    path = CHUNK.format(**wildcards)
+    if path not in CHUNKS:
+        raise ValueError(f"chunk {path} is not in the config's grid at seeds_per_job {seeds_per_job()}")
+    return CHUNKS[path]
+
+
+def chunk_flags(wildcards):
+    """--seed and --run-dir of a chunk's runs, pairwise."""
+    runs = chunk_runs(wildcards)
+    folders = [shlex.quote(results(f"runs/{spec.path}")) for spec in runs]
+    return f"--seed {' '.join(str(spec.seed) for spec in runs)} --run-dir {' '.join(folders)}"
+
+
+def run_chunk(wildcards):
+    """The record of the chunk a run trained in: what extract_metrics waits for."""
+    spec = GRID.get(RUN.format(**wildcards))
+    if spec is None:
+        raise ValueError(f"run {RUN.format(**wildcards)} is not in the config's grid")
+    return results(f"runs/{chunk_path(spec, seeds_per_job())}.json")
+
+
+def run_folder(wildcards):
+    return results(f"runs/{RUN.format(**wildcards)}")
 
 
 def family_flags(wildcards):
-    """The trainer flags a run's family fixes; the run key's parts come from the wildcards."""
-    spec = run_spec(wildcards)
+    """The trainer flags a chunk's family fixes; the run key's parts come from the wildcards."""
+    spec = chunk_runs(wildcards)[0]
     arguments = spec.family_arguments()
     if train_gpus(wildcards) > 0:
         arguments.setdefault("device", "auto")
@@ -127,7 +150,7 @@ def family_flags(wildcards):
 
 def warm_start_checkpoint(wildcards):
     """The z-free checkpoint a warm-started family's decoder starts from (families with warm_start: true), else nothing."""
-    return [zfree_checkpoint()] if run_spec(wildcards).warm_start else []
+    return [zfree_checkpoint()] if chunk_runs(wildcards)[0].warm_start else []
 
 
 def train_resource(name, default):

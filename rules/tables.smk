@@ -1,10 +1,7 @@
 rule extract_metrics:
     input:
-        evaluation=results(f"runs/{RUN}/eval.json"),
-        metrics=results(f"runs/{RUN}/metrics.jsonl"),
-        run_config=results(f"runs/{RUN}/run_config.json"),
-        metadata=results(f"runs/{RUN}/metadata.json"),
-        model=results(f"runs/{RUN}/model.pt"),  # hashed against metadata.json's outputs_sha256, with the others
+        # the run's files are checked by extraction itself: hashed against metadata.json's outputs_sha256
+        chunk=run_chunk,
     output:
         results(f"metrics/{RUN}.parquet"),
     log:
@@ -17,7 +14,7 @@ rule extract_metrics:
         runtime=5,
         mem_mb=500,
     params:
-        run_dir=input_folder,
+        run_dir=run_folder,
     shell:
         "python -m experiments.synthetic_sequences.disentangled.tables extract --run-dir {params.run_dir:q} --out {output:q} > {log:q} 2>&1"
 

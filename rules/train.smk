@@ -9,15 +9,13 @@ rule train_run:
         reference=results("reference/{mode}.json"),
         warm_start=warm_start_checkpoint,
     output:
-        evaluation=results(f"runs/{RUN}/eval.json"),
-        metrics=results(f"runs/{RUN}/metrics.jsonl"),
-        run_config=results(f"runs/{RUN}/run_config.json"),
-        metadata=results(f"runs/{RUN}/metadata.json"),
-        model=results(f"runs/{RUN}/model.pt"),
+        # the chunk's record, written last; each seed's own files (run_config.json, metrics.jsonl, model.pt,
+        # eval.json, metadata.json) are the trainer's, in its run directory, checked by extract_metrics
+        results(f"runs/{CHUNK}.json"),
     log:
-        results(f"logs/train_run/{RUN}.log"),
+        results(f"logs/train_run/{CHUNK}.log"),
     benchmark:
-        results(f"benchmarks/train_run/{RUN}.tsv")
+        results(f"benchmarks/train_run/{CHUNK}.tsv")
     conda:
         "../envs/pipeline.yaml"
     threads: 1
@@ -29,12 +27,12 @@ rule train_run:
         # the members' summed runtime; one local-scoped slot per job makes snakemake size it that way.
         train_slots=1,
     params:
-        run_dir=output_folder,
+        seeds=chunk_flags,
         family=family_flags,
     shell:
         "python -m experiments.synthetic_sequences.disentangled.train_disentangled --threads {threads} "
         "--train-records {input.train:q} --val-records {input.val:q} --test-records {input.test:q} "
         "--train-scores {input.train_scores:q} --val-scores {input.val_scores:q} --reference {input.reference:q} "
         "--reconstruction-loss-token-aggregation-mode {wildcards.mode:q} --reconstruction-term {wildcards.term:q} "
-        "--token-weight-alpha {wildcards.alpha:q} --seed {wildcards.seed:q} --run-dir {params.run_dir:q} "
+        "--token-weight-alpha {wildcards.alpha:q} {params.seeds} --chunk-manifest {output:q} "
         "{params.family} > {log:q} 2>&1"

@@ -60,7 +60,7 @@ def test_synthesised_runs_go_through_the_real_extraction_and_aggregation(data_di
     }
     template = tmp_path / "template"
     tiny = {"steps": 2, "eval_every": 2, "eval_prompts_per_code": 2, "d_model": 32, "n_layer": 1, "n_head": 2}
-    train(pilot_train_config(inputs, template, **tiny))
+    train([pilot_train_config(inputs, template, **tiny)])
 
     bound_to = current_inputs(inputs, template)
     run_dirs = synthesise_runs(template, tmp_path / "grid", 20, bound_to)

@@ -175,12 +175,16 @@ def saved_state(tmp_path):
     model = torch.nn.Linear(2, 2)
     path = tmp_path / RESUME_FILE
     (tmp_path / "metrics.partial.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
-    save_resume(path, model, torch.optim.AdamW(model.parameters()), 3, 2, {"beta": 0.1}, {"reference": "abc"})
+    save_resume(path, 3, model, torch.optim.AdamW(model.parameters()), {}, {"0": 2}, {"beta": 0.1}, {"reference": "abc"})
     return path
 
 
+def partial_logs(saved_state):
+    return {"0": saved_state.parent / "metrics.partial.jsonl"}
+
+
 def test_a_resume_state_of_the_same_settings_and_inputs_is_resumed(saved_state):
-    state = load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"})
+    state = load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"}, partial_logs(saved_state))
     assert state["step"] == 3 and saved_state.is_file()
 
 
@@ -193,24 +197,24 @@ def test_a_resume_state_of_the_same_settings_and_inputs_is_resumed(saved_state):
     ],
 )
 def test_a_resume_state_of_other_settings_or_inputs_is_set_aside(saved_state, capsys, settings, inputs, reason):
-    assert load_resume(saved_state, settings, inputs) is None
+    assert load_resume(saved_state, settings, inputs, partial_logs(saved_state)) is None
     warning = capsys.readouterr().err
-    assert f"warning: {saved_state} set aside as resume.pt.stale-" in warning and "the run starts from step 0" in warning
+    assert f"warning: {saved_state} set aside as resume.pt.stale-" in warning and "the chunk starts from step 0" in warning
     assert re.search(reason, warning)
     assert not saved_state.exists() and len(list(saved_state.parent.glob("resume.pt.stale-*"))) == 1
 
 
 def test_a_resume_state_whose_metrics_log_lost_rows_is_set_aside(saved_state, capsys):
     (saved_state.parent / "metrics.partial.jsonl").write_text('{"step": 1}\n{"step": 2')  # a counted row, cut short
-    assert load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"}) is None
-    assert "metrics.partial.jsonl holds 1 rows, fewer than the 2 it had logged" in capsys.readouterr().err
+    assert load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"}, partial_logs(saved_state)) is None
+    assert "seed 0's metrics.partial.jsonl holds 1 rows, fewer than the 2 it had logged" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
 def test_an_unreadable_resume_state_is_set_aside_with_the_reason(saved_state, capsys, damage):
     content = {"truncated": saved_state.read_bytes()[:200], "garbage": b"not a checkpoint at all", "empty": b""}[damage]
     saved_state.write_bytes(content)
-    assert load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"}) is None
+    assert load_resume(saved_state, {"beta": 0.1}, {"reference": "abc"}, partial_logs(saved_state)) is None
     warning = capsys.readouterr().err.strip()
     assert warning.startswith(f"warning: {saved_state} set aside as resume.pt.stale-") and "it cannot be read (" in warning
     assert "\n" not in warning and not saved_state.exists()
@@ -236,7 +240,7 @@ def interrupt_at_step(flags: list[str], step: int) -> None:
     command = [sys.executable, "-m", "experiments.synthetic_sequences.disentangled.train_disentangled", *flags]
     process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     for line in process.stderr:
-        if line.startswith(f"step {step}/"):
+        if f" step {step}/" in line:  # "raw_mean_0 seeds 0 step 5/60 ..."
             os.kill(process.pid, signal.SIGUSR1)
             break
     process.stderr.read()

@@ -2,12 +2,12 @@
 
 Needs the test cluster (scripts/slurm-test-cluster/start, as root); .ci/run starts it. Locally:
     scripts/slurm-test-cluster/start && python -m pytest -m slurm -s; scripts/slurm-test-cluster/stop
-The profile packs up to 4 training runs into one Slurm job (a snakemake group job); the tests read each job's
-runs back from its submit line in accounting. The cluster runs accounting (slurmdbd). The smoke runs poll job
-status with the profile's default, sacct; the default pilot, whose test cancels a job, polls with squeue, the
-path for clusters without accounting (with sacct, snakemake-executor-plugin-slurm 2.8 reads a scancel'ed job's
-"CANCELLED by <uid>" as still running and waits forever). The node declares two stand-in GPUs, so a GPU request
-is scheduled and allocated on this CPU-only machine.
+The default configs train one seed per chunk (seeds_per_job: 1), and the profile packs up to 4 chunks into one
+Slurm job (a snakemake group job); the tests read each job's runs back from its submit line in accounting. The
+cluster runs accounting (slurmdbd). The smoke runs poll job status with the profile's default, sacct; the default
+pilot, whose test cancels a job, polls with squeue, the path for clusters without accounting (with sacct,
+snakemake-executor-plugin-slurm 2.8 reads a scancel'ed job's "CANCELLED by <uid>" as still running and waits
+forever). The node declares two stand-in GPUs, so a GPU request is scheduled and allocated on this CPU-only machine.
 """
 
 import os
@@ -68,7 +68,7 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         # preempt the pack holding one run once that run trains: Slurm's scancel, as a time limit or preemption would
-        train_log = results / "logs" / "train_run" / f"{CANCELLED_RUN}.log"
+        train_log = results / "logs" / "train_run" / CANCELLED_RUN.replace("/seed0", "/seeds0-0.log")  # its chunk's log
         wait_for(lambda: train_log.is_file() and "step " in train_log.read_text(), 1200, f"{CANCELLED_RUN} to start training")
         running = [job for job in sacct_jobs(first) if job["State"] == "RUNNING" and CANCELLED_PARAMS in runs_of(job)]
         assert len(running) == 1, running
@@ -88,7 +88,7 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
     cancelled = [job for job in packs if job["State"].startswith("CANCELLED")]
     completed = [job for job in packs if job["State"] == "COMPLETED"]
     assert len(cancelled) == 1 and len(completed) == len(packs) - 1, [(j["JobID"], j["State"]) for j in packs]
-    assert sorted(len(runs_of(job)) for job in completed) == [4, 4, 4], "12 runs in packs of 4"
+    assert sorted(len(runs_of(job)) for job in completed) == [4] * 10, "40 runs in packs of 4"
     assert [runs_of(job) for job in completed].count(runs_of(cancelled[0])) == 1, "the cancelled pack was not retried once"
     for job in packs:  # sized for members in sequence: one run's CPU and memory, the runs' summed time
         assert "cpu=1" in job["ReqTRES"].split(",") and "mem=2000M" in job["ReqTRES"].split(","), job
@@ -159,6 +159,6 @@ def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, t
         assert len(members) == runs_per_job and all("gres/gpu=1" in step["AllocTRES"] for step in members), members
         assert len(runs_of(job)) == runs_per_job
         for params in runs_of(job):
-            log = results / "logs" / "train_run" / params["family"] / f"raw_{params['mode']}_0" / "seed0.log"
+            log = results / "logs" / "train_run" / params["family"] / f"raw_{params['mode']}_0" / "seeds0-0.log"
             notices = [line for line in log.read_text().splitlines() if line.startswith("device auto:")]
             assert notices == ["device auto: no CUDA device is visible to this process; training on cpu"]

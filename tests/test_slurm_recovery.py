@@ -1,5 +1,6 @@
-"""Template recovery: every pilot run's parameters come back from what Slurm and Snakemake record."""
+"""Template recovery: every pilot run's parameters come back from what Slurm and Snakemake record of its chunk's job."""
 
+import json
 import shlex
 import subprocess
 import sys
@@ -11,46 +12,48 @@ from snakemake_executor_plugin_slurm.utils import get_job_wildcards
 from snakemake_interface_executor_plugins.utils import TargetSpec, encode_target_jobs_cli_args
 
 from experiments.synthetic_sequences.disentangled.grid import GridError, parse_run_path
-from experiments.synthetic_sequences.disentangled.slurm_jobs import RUN_WILDCARDS, parse_job_comment, runs_of_slurm_job
+from experiments.synthetic_sequences.disentangled.slurm_jobs import CHUNK_WILDCARDS, parse_job_comment, runs_of_slurm_job
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def dry_run_train_jobs(configfile, results):
-    """(wildcard values in the job's own order, run directory) of every train_run job of a forced dry run."""
+def dry_run_train_jobs(configfile, results, *config):
+    """(wildcard values in the job's own order, the chunk's run directories) of every train_run job of a forced dry run."""
     run = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--forceall", "--configfile", configfile, "--config", f"results={results}"],
+        [sys.executable, "-m", "snakemake", "-n", "--forceall", "--configfile", configfile, "--config", f"results={results}", *config],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    jobs, rule, output = [], None, None
+    grid = json.loads((Path(results) / "grid.json").read_text())["runs"]
+    jobs, rule = [], None
     for line in run.stdout.splitlines():
         stripped = line.strip()
         if line.startswith(("rule ", "localrule ")):
             rule = stripped.split()[-1].rstrip(":")
-        elif stripped.startswith("output:"):
-            output = stripped.split(":", 1)[1].split(",")[0].strip()
         elif stripped.startswith("wildcards:") and rule == "train_run":
-            values = [item.split("=", 1)[1] for item in stripped.split(":", 1)[1].split(", ")]
-            jobs.append((values, str(Path(output).parent)))
-    return jobs
+            values = dict(item.strip().split("=", 1) for item in stripped.split(":", 1)[1].split(", "))
+            arm = "{family}/{term}_{mode}_{alpha}".format(**values)
+            first, last = map(int, values["chunk"].split("-"))
+            runs = [path for path in grid if path.startswith(f"{arm}/seed") and first <= int(path.rsplit("seed", 1)[1]) <= last]
+            jobs.append((list(values.values()), runs))
+    return jobs, list(grid)
 
 
-@pytest.mark.parametrize("configfile", ["config/pilot.yaml", "config/config.yaml"])
-def test_every_run_is_recovered_from_its_job_comment_log_path_and_run_directory(configfile, tmp_path):
-    jobs = dry_run_train_jobs(configfile, tmp_path)
-    assert len(jobs) == (60 if "pilot" in configfile else 12)
-    for values, run_dir in jobs:
+@pytest.mark.parametrize(("configfile", "chunks"), [("config/pilot.yaml", 20), ("config/config.yaml", 40)])
+def test_every_run_is_recovered_from_its_jobs_comment_and_log_path(configfile, chunks, tmp_path):
+    jobs, grid = dry_run_train_jobs(configfile, tmp_path)
+    assert len(jobs) == chunks and sorted(run for _, runs in jobs for run in runs) == sorted(grid)
+    for values, runs in jobs:
         wildcard_str = get_job_wildcards(SimpleNamespace(wildcards=values))  # the plugin's own function
         comment = f"rule_train_run_wildcards_{wildcard_str}"
-        log_dir = f".snakemake/slurm_logs/rule_train_run/{wildcard_str}"
-        from_comment = parse_job_comment(comment)
-        assert from_comment == parse_job_comment(f"rule_train_run_wildcards_{Path(log_dir).name}")
-        assert from_comment == parse_run_path(run_dir)
-        assert from_comment["mode"] in ("mean", "sum") and from_comment["mode"] in comment
+        log_dir = Path(".snakemake/slurm_logs/rule_train_run") / wildcard_str  # where the plugin writes the job's log
+        from_comment = parse_job_comment(comment, grid)
+        assert from_comment == [parse_run_path(run) for run in runs]  # the runs the dry run gives the job, from outside
+        assert parse_job_comment(f"rule_train_run_wildcards_{log_dir.name}", grid) == from_comment
+        assert all(run["mode"] in ("mean", "sum") and f"_{run['mode']}_" in comment for run in from_comment)
 
 
 # `sacct -j 5 -P -n -o SubmitLine` of a group job of config/smoke.yaml on the test cluster (paths shortened)
@@ -58,8 +61,8 @@ GROUP_SUBMIT_LINE = (
     "sbatch --parsable --job-name 06fcd332-4353-4351-8839-cbaf117dddf9 --output /w/.snakemake/slurm_logs/"
     "group_train_train_run/%j.log --export=ALL --comment rule_train_train_run -p debug -t 20 --mem 2000 "
     "--cpus-per-task=1 -D /w --gpus=1 --wrap=/w/.venv/bin/python -m snakemake --snakefile '/w/Snakefile' "
-    "--target-jobs 'train_run:family=discrete,term=raw,mode=mean,alpha=0,seed=0' "
-    "'train_run:family=discrete,term=raw,mode=sum,alpha=0,seed=0' --allowed-rules train_run "
+    "--target-jobs 'train_run:family=discrete,term=raw,mode=mean,alpha=0,chunk=0-0' "
+    "'train_run:family=discrete,term=raw,mode=sum,alpha=0,chunk=0-0' --allowed-rules train_run "
     "--local-groupid 'c5ddfaab-4e31-5f78-86b3-248fd3a745cf' --cores 'all' --attempt 1 --wait-for-files "
     "'/tmp/g1/reference/mean.json' --config 'results=/tmp/g1' --executor slurm-jobstep --jobs 1 --mode 'remote'"
 )
@@ -74,14 +77,20 @@ def test_a_group_jobs_runs_are_recovered_from_its_submit_line():
 
 @pytest.mark.parametrize("configfile", ["config/pilot.yaml", "config/config.yaml"])
 def test_every_run_is_recovered_from_a_group_jobs_command(configfile, tmp_path):
-    """The command snakemake writes for a group of every run, quoted as the plugin quotes it, names them all."""
-    jobs = dry_run_train_jobs(configfile, tmp_path)
-    targets = encode_target_jobs_cli_args([TargetSpec("train_run", dict(zip(RUN_WILDCARDS, v, strict=True))) for v, _ in jobs])
+    """The command snakemake writes for a group of every chunk, quoted as the plugin quotes it, names them all."""
+    jobs, grid = dry_run_train_jobs(configfile, tmp_path)
+    targets = encode_target_jobs_cli_args([TargetSpec("train_run", dict(zip(CHUNK_WILDCARDS, v, strict=True))) for v, _ in jobs])
     command = f"python -m snakemake --target-jobs {' '.join(map(shlex.quote, targets))} --allowed-rules train_run"
-    assert runs_of_slurm_job("rule_train_train_run", command) == [parse_run_path(run_dir) for _, run_dir in jobs]
-    # one run per job: the comment alone names it; the command is not needed
-    values, run_dir = jobs[0]
-    assert runs_of_slurm_job(f"rule_train_run_wildcards_{'_'.join(values)}") == [parse_run_path(run_dir)]
+    assert runs_of_slurm_job("rule_train_train_run", command, grid) == [parse_run_path(run) for _, runs in jobs for run in runs]
+    # one chunk per job: the comment alone names its runs; the command is not needed
+    values, runs = jobs[0]
+    assert runs_of_slurm_job(f"rule_train_run_wildcards_{'_'.join(values)}", grid=grid) == [parse_run_path(run) for run in runs]
+
+
+def test_a_chunk_names_the_seeds_of_its_range_and_the_grid_keeps_its_own():
+    comment = "rule_train_run_wildcards_discrete_raw_sum_0_10-13"
+    assert [run["seed"] for run in runs_of_slurm_job(comment)] == [10, 11, 12, 13]
+    assert [run["seed"] for run in runs_of_slurm_job(comment, grid=["discrete/raw_sum_0/seed12"])] == [12]
 
 
 @pytest.mark.parametrize(
@@ -89,7 +98,8 @@ def test_every_run_is_recovered_from_a_group_jobs_command(configfile, tmp_path):
     [
         "python -m snakemake --target-jobs 'train_zfree:' --allowed-rules train_zfree",
         "python -m snakemake --target-jobs 'train_run:family=discrete,term=raw,mode=sum,alpha=0'",
-        "python -m snakemake --target-jobs 'train_run:family=discrete,term=raw,mode=Sum,alpha=0,seed=0'",
+        "python -m snakemake --target-jobs 'train_run:family=discrete,term=raw,mode=Sum,alpha=0,chunk=0-0'",
+        "python -m snakemake --target-jobs 'train_run:family=discrete,term=raw,mode=sum,alpha=0,seed=0'",
     ],
 )
 def test_a_group_command_without_whole_train_run_targets_is_refused(command):
@@ -98,7 +108,14 @@ def test_a_group_command_without_whole_train_run_targets_is_refused(command):
 
 
 @pytest.mark.parametrize(
-    "comment", ["rule_score_records_wildcards_val", "rule_train_run_wildcards_a_b", "rule_train_run_wildcards_f_dist_Sum_0_1"]
+    "comment",
+    [
+        "rule_score_records_wildcards_val",
+        "rule_train_run_wildcards_a_b",
+        "rule_train_run_wildcards_f_dist_Sum_0_0-1",
+        "rule_train_run_wildcards_f_dist_sum_0_3-1",
+        "rule_train_run_wildcards_f_dist_sum_0_1",
+    ],
 )
 def test_foreign_comments_are_refused(comment):
     with pytest.raises(GridError):

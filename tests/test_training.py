@@ -35,7 +35,7 @@ def batch_and_base(data_dir, scored):
 
 
 def tiny_config(model, *extra):
-    config, _ = parse_config(
+    [config], _, _ = parse_config(
         ["--train-records", "a", "--val-records", "b", "--test-records", "c", "--train-scores", "d", "--val-scores", "e"]
         + ["--reference", "f", "--run-dir", "g", "--model", model, *TINY_MODEL[:-2], *extra]
     )
@@ -152,12 +152,12 @@ def test_a_warm_started_decoder_learns_at_its_own_rate_and_everything_else_at_lr
     warm = tiny_config("shared_discrete", "--init-decoder", "zfree.pt", "--warm-decoder-lr-factor", "0.1")
     model = build_model(warm, 20, 96)
     names = {id(p): n for n, p in model.named_parameters()}
-    groups = parameter_groups(model, warm)
+    groups = parameter_groups(model.named_parameters(), warm)
     assert [g["lr_factor"] for g in groups] == [1.0, 0.1]
     slow = {names[id(p)] for p in groups[1]["params"]}
     assert slow == {n for n in names.values() if n.startswith("decoder.") and "latent_projection" not in n}
     assert sum(len(g["params"]) for g in groups) == len(names)
-    assert [g["lr_factor"] for g in parameter_groups(model, cold)] == [1.0]
+    assert [g["lr_factor"] for g in parameter_groups(model.named_parameters(), cold)] == [1.0]
 
 
 def test_non_finite_loss_stops_before_the_weights_change(batch_and_base):

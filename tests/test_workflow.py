@@ -72,11 +72,22 @@ def test_dry_run_wires_every_run_to_the_reference_of_its_own_mode(tmp_path, conf
     trainings = [job for job in jobs if job["rule"] == "train_run"]
     assert trainings
     for job in trainings:
-        mode = job["output"][0].split("/")[-3].split("_")[1]
+        mode = job["output"][0].split("/")[-2].split("_")[1]  # runs/{family}/{term}_{mode}_{alpha}/seeds{chunk}.json
         references = [path for path in job["input"] if "/reference/" in path]
         assert references == [f"{tmp_path}/reference/{mode}.json"]
     modes = {job["output"][0].rsplit("/", 1)[-1] for job in jobs if job["rule"] == "reference_scale"}
     assert modes == {"mean.json", "sum.json"}
+
+
+def test_an_arms_seeds_train_in_chunks_of_seeds_per_job(tmp_path):
+    jobs = dry_run_jobs("--config", f"results={tmp_path}", "seeds=12", "seeds_per_job=5")
+    chunks = sorted(job["output"][0].removeprefix(f"{tmp_path}/runs/") for job in jobs if job["rule"] == "train_run")
+    arms = ["discrete-balance/raw_sum_0", "discrete-scale/raw_mean_0", "discrete/raw_mean_0", "discrete/raw_sum_0"]
+    assert chunks == sorted(f"{arm}/seeds{chunk}.json" for arm in arms for chunk in ("0-4", "5-9", "10-14"))
+    extractions = [job for job in jobs if job["rule"] == "extract_metrics"]
+    assert len(extractions) == 48
+    seed11 = next(job for job in extractions if job["output"][0].endswith("discrete/raw_sum_0/seed11.parquet"))
+    assert seed11["input"] == [f"{tmp_path}/runs/discrete/raw_sum_0/seeds10-14.json"]
 
 
 def test_pilot_dry_run_is_fast(tmp_path):
@@ -216,7 +227,7 @@ def test_default_pilot_produces_every_table_and_plot(pipeline):
     for plot in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves"):
         assert (pipeline / "plots" / f"{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     runs = pd.read_parquet(pipeline / "tables" / "runs.parquet")
-    assert len(runs) == 12 and set(runs["mode"]) == {"mean", "sum"}
+    assert len(runs) == 40 and set(runs["mode"]) == {"mean", "sum"}
     assert {"nmi", "mutual_information", "probe_accuracy", "parse_rate", "converged", "recon_rel_change", "mi_change"} <= set(runs.columns)
     assert {"took_up", "onset_step", "onset_observed", "strategy_information", "strategy_information_sort"} <= set(runs.columns)
     assert {"train_tokens_mean", "train_tokens_min", "val_tokens_max", "train_base_aggregate_min", "train_kappa_max"} <= set(runs.columns)
@@ -224,11 +235,11 @@ def test_default_pilot_produces_every_table_and_plot(pipeline):
     for metric in ("took_up", "mutual_information"):
         raw = contrasts[(contrasts.term == "raw") & (contrasts.metric == metric) & (contrasts.subset == "all")].set_index("comparison")
         assert set(raw.index) == {"sum-mean", "scale-mean", "balance-mean", "sum-scale", "sum-balance"}
-        assert (raw["n_a"] == 3).all() and np.isfinite(raw[["estimate", "ci_low", "ci_high", "p", "p_adjusted"]].to_numpy()).all()
+        assert (raw["n_a"] == 10).all() and np.isfinite(raw[["estimate", "ci_low", "ci_high", "p", "p_adjusted"]].to_numpy()).all()
     verdict = pd.read_parquet(pipeline / "tables" / "verdict.parquet")
     assert list(verdict.endpoint) == ["take-up", "onset", "magnitude", "separation"] and verdict["verdict"].str.len().gt(0).all()
     curves = pd.read_parquet(pipeline / "tables" / "curves.parquet")
-    assert curves.groupby(["family", "mode", "seed"]).step.nunique().eq(10).all()  # ten evaluations per run
+    assert curves.groupby(["family", "mode", "seed"]).step.nunique().eq(8).all()  # eight evaluations per run
     for table in TABLES:
         frame = pd.read_parquet(pipeline / "tables" / f"{table}.parquet")
         # nan where nothing is left to resolve, or where too few onsets bound a median's interval
@@ -281,8 +292,8 @@ def test_stale_runs_are_refused_without_snakemakes_metadata(pipeline, tmp_path):
     run = snakemake("tables", "--cores", "2", "--configfile", str(tmp_path / "config.yaml"))
     assert run.returncode != 0
     log = (results / "logs" / "aggregate_tables.log").read_text()
-    assert "12 run(s) were trained with other settings than the grid gives them (stale)" in log
-    assert "optim.steps 1500 (grid: 60)" in log and f"rm -r {results}/runs/" in log
+    assert "40 run(s) were trained with other settings than the grid gives them (stale)" in log
+    assert "optim.steps 400 (grid: 60)" in log and f"rm -r {results}/runs/" in log
     assert json.loads((results / "grid.json").read_text())["runs"]["discrete/raw_sum_0/seed0"]["settings"]["optim.steps"] == 60
 
 
@@ -291,9 +302,9 @@ def test_a_sum_run_forced_onto_a_mean_artifact_is_refused(pipeline, tmp_path):
     results = tmp_path / "results"
     shutil.copytree(pipeline, results, ignore=shutil.ignore_patterns("runs", "metrics", "tables", "plots"))
     shutil.copy(results / "reference" / "mean.json", results / "reference" / "sum.json")
-    target = f"{results}/runs/discrete/raw_sum_0/seed0/eval.json"
+    target = f"{results}/runs/discrete/raw_sum_0/seeds0-0.json"  # the chunk of seed 0, one seed per job
     run = snakemake(target, "--cores", "1", "--config", f"results={results}")
     assert run.returncode != 0
-    log = (results / "logs" / "train_run" / "discrete" / "raw_sum_0" / "seed0.log").read_text()
+    log = (results / "logs" / "train_run" / "discrete" / "raw_sum_0" / "seeds0-0.log").read_text()
     assert "built in mode 'mean' but the run uses mode 'sum'" in log
     assert not (results / "runs" / "discrete" / "raw_sum_0" / "seed0" / "eval.json").exists()

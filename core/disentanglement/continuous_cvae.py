@@ -41,9 +41,16 @@ class ContinuousCVAE(nn.Module):
         mu, logvar = self.prior_encoder(batch.tokens, batch.prompt_mask()).chunk(2, dim=-1)
         return mu, logvar.clamp(-10.0, 10.0)
 
-    def forward(self, batch: SequenceBatch, generator: torch.Generator | None = None) -> CVAEOutput:
+    def noise(self, size: int, generator: torch.Generator | None = None, device=None) -> torch.Tensor:
+        """The reparameterisation noise of a batch of `size`, N(0, I) draws [S, B, D]; drawn apart from the forward
+        pass, so that lockstep seeds each draw their own."""
+        return torch.randn((self.config.latent_samples, size, self.config.latent_dim), generator=generator, device=device)
+
+    def forward(self, batch: SequenceBatch, generator: torch.Generator | None = None, noise: torch.Tensor | None = None) -> CVAEOutput:
+        """`noise` (from `noise()`) replaces draws from `generator` when given."""
         mu, logvar = self.posterior(batch)
-        noise = torch.randn((self.config.latent_samples, *mu.shape), generator=generator, device=mu.device)
+        if noise is None:
+            noise = self.noise(len(mu), generator, mu.device)
         latents = mu + (0.5 * logvar).exp() * noise  # [S, B, D]
         logits = decode_latents(self.decoder, batch, latents, self.config.length_groups)
         nll = token_nll(logits, batch.y.expand(logits.shape[0], -1, -1))

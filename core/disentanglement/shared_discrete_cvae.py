@@ -43,16 +43,23 @@ class SharedDiscreteCVAE(nn.Module):
         """One-hot latents for code indices, [...] -> [..., K]."""
         return F.one_hot(index, self.config.num_codes).float()
 
-    def forward(self, batch: SequenceBatch, generator: torch.Generator | None = None) -> CVAEOutput:
+    def noise(self, size: int, generator: torch.Generator | None = None, device=None) -> torch.Tensor | None:
+        """The sampling noise of a batch of `size`: Gumbel(0, 1) draws [S, B, K] for the gumbel estimator, None when
+        the K codes are enumerated. Drawn apart from the forward pass, so that lockstep seeds each draw their own."""
+        if self.config.estimator == "enumerate":
+            return None
+        shape = (self.config.gumbel_samples, size, self.config.num_codes)
+        return -torch.empty(shape, device=device).exponential_(generator=generator).log()
+
+    def forward(self, batch: SequenceBatch, generator: torch.Generator | None = None, noise: torch.Tensor | None = None) -> CVAEOutput:
+        """`noise` (from `noise()`) replaces draws from `generator` when given."""
         q_logits = self.posterior_logits(batch)  # [B, K]
         size, num_codes = q_logits.shape
         if self.config.estimator == "enumerate":
             latents = self.codes(torch.arange(num_codes, device=q_logits.device))[:, None, :].expand(num_codes, size, num_codes)
             sample_weights = F.softmax(q_logits, dim=-1).T  # [K, B]
         else:
-            gumbels = (
-                -torch.empty((self.config.gumbel_samples, size, num_codes), device=q_logits.device).exponential_(generator=generator).log()
-            )
+            gumbels = self.noise(size, generator, q_logits.device) if noise is None else noise
             soft = F.softmax((q_logits + gumbels) / self.config.gumbel_temperature, dim=-1)
             latents = self.codes(soft.argmax(dim=-1)) - soft.detach() + soft  # straight-through, [S, B, K]
             sample_weights = None

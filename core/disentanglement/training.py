@@ -55,14 +55,21 @@ def set_learning_rate(optimizer: torch.optim.Optimizer, step: int, schedule: Loo
         group["lr"] = group.get("lr_factor", 1.0) * rate
 
 
+def non_finite_loss(metrics: dict[str, float]) -> str | None:
+    """'loss is nan (non-finite parts: kl)' when metrics['loss'] is not finite, else None."""
+    if math.isfinite(metrics["loss"]):
+        return None
+    parts = [name for name, value in metrics.items() if name != "loss" and isinstance(value, float) and not math.isfinite(value)]
+    return f"loss is {metrics['loss']}" + (f" (non-finite parts: {', '.join(parts)})" if parts else "")
+
+
 def optimisation_step(
     parameters, optimizer: torch.optim.Optimizer, loss: torch.Tensor, metrics: dict[str, float], grad_clip: float
 ) -> float:
     """Backward, clip and step; returns the gradient norm before clipping. Raises NonFiniteLoss before touching the
     weights when metrics['loss'] is not finite."""
-    if not math.isfinite(metrics["loss"]):
-        parts = [name for name, value in metrics.items() if name != "loss" and isinstance(value, float) and not math.isfinite(value)]
-        raise NonFiniteLoss(f"loss is {metrics['loss']}" + (f" (non-finite parts: {', '.join(parts)})" if parts else ""))
+    if (message := non_finite_loss(metrics)) is not None:
+        raise NonFiniteLoss(message)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(parameters, grad_clip).item()
@@ -71,14 +78,22 @@ def optimisation_step(
 
 
 class TrainingLoop:
-    """Runs a LoopTask from `start_step` to `schedule.steps`; keeps the time spent inside evaluations."""
+    """Runs a LoopTask from `start_step` to `schedule.steps`; keeps the time spent inside evaluations.
 
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, schedule: LoopSchedule, label: str = ""):
+    `optimise(loss, metrics)` updates the weights; by default optimisation_step over the whole model, which sets
+    metrics['grad_norm']. Seeds in lockstep pass their own, which clips and stops each seed apart.
+    """
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, schedule: LoopSchedule, label: str = "", optimise=None):
         # progress lines and errors read "[label ]step N/total ..."
         self.model, self.optimizer, self.schedule = model, optimizer, schedule
+        self.optimise = optimise or self.clipped_step
         self.prefix = f"{label} " if label else ""
         self.started = 0.0
         self.evaluation_s = 0.0
+
+    def clipped_step(self, loss: torch.Tensor, metrics: dict[str, float]) -> None:
+        metrics["grad_norm"] = optimisation_step(self.model.parameters(), self.optimizer, loss, metrics, self.schedule.grad_clip)
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -91,7 +106,7 @@ class TrainingLoop:
             self.model.train()
             loss, metrics = task.loss(step)
             try:
-                metrics["grad_norm"] = optimisation_step(self.model.parameters(), self.optimizer, loss, metrics, schedule.grad_clip)
+                self.optimise(loss, metrics)
             except NonFiniteLoss as err:
                 raise NonFiniteLoss(f"{self.prefix}step {step}: {err}") from err
             done = step + 1

@@ -33,7 +33,10 @@ GRID_FILE = "grid.json"
 def retrain_advice(entries: list[str], results: str) -> str:
     """How to retrain the runs named at the start of each entry ('family/key/seedN (why)')."""
     dirs = " ".join(f"{results}/runs/{entry.split(' ')[0]}" for entry in entries)
-    return f"Remove their run directories (rm -r {dirs}) and run snakemake again: it retrains only them"
+    return (
+        f"Remove their run directories (rm -r {dirs}) and run snakemake --forcerun train_run: the training jobs keep "
+        "every run that is finished with the current settings and inputs, and retrain only them"
+    )
 
 
 class BindingError(ValueError):

@@ -1,44 +1,49 @@
-"""One CVAE training run: its inputs checked, its resume state, the shared training loop, evaluation, artifacts.
+"""One arm's seeds trained in lockstep as one chunk: inputs checked once, the resume state, the shared training loop,
+then each seed's evaluation and artifacts in its own run directory.
 
-The run directory receives run_config.json, metrics.jsonl (train steps and validation evaluations), model.pt,
-eval.json and, last, metadata.json (which marks the run finished). A partial run leaves resume.pt, written every
-`checkpoint_every` steps and on SIGTERM / SIGUSR1 (what Slurm sends before a time limit); rerunning with the same
-run directory, settings and inputs resumes from it and ends with the same numbers as an uninterrupted run.
+Each run directory receives run_config.json, metrics.jsonl (train steps and validation evaluations), model.pt
+(that seed's plain weights), eval.json and, last, metadata.json (which marks the run finished and names the chunk).
+A partial chunk leaves resume.pt in its first seed's directory, written every `checkpoint_every` steps and on
+SIGTERM / SIGUSR1 (what Slurm sends before a time limit); rerunning the chunk with the same seeds, settings and
+inputs resumes from it and ends with the same numbers as an uninterrupted chunk. A chunk of one seed is a run
+trained alone.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from core.disentanglement.artifacts import save_torch, sha256_file, write_json
-from core.disentanglement.batching import BatchSchedule, step_generator
+from core.disentanglement.batching import BatchSchedule
 from core.disentanglement.config import NORMALISED_TERMS
 from core.disentanglement.training import LoopSchedule, NonFiniteLoss, TrainingLoop
-from experiments.synthetic_sequences.disentangled.config import TrainConfig
+from experiments.synthetic_sequences.disentangled.chunk import ChunkTask, Seed, chunk_settings, resume_file
+from experiments.synthetic_sequences.disentangled.config import INPUT_PATHS, TrainConfig
 from experiments.synthetic_sequences.disentangled.curves import train_diagnostics
 from experiments.synthetic_sequences.disentangled.evaluate import evaluate
-from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
+from experiments.synthetic_sequences.disentangled.grid import RUN_OUTPUTS
 from experiments.synthetic_sequences.disentangled.inputs import RunInputs, input_hashes, load_inputs
-from experiments.synthetic_sequences.disentangled.model_setup import build_optimizer, initial_model, resolve_device
+from experiments.synthetic_sequences.disentangled.model_setup import build_optimizer, initial_model, initial_stack, resolve_device
 from experiments.synthetic_sequences.disentangled.run_lock import run_lock
 from experiments.synthetic_sequences.disentangled.run_state import (
     METRICS_FILE,
     PARTIAL_METRICS_FILE,
     MetricsLog,
-    StopRequested,
     clear_outputs,
+    differing,
     git_commit,
     load_resume,
     now,
-    save_resume,
 )
-from experiments.synthetic_sequences.disentangled.train_step import Objective, objective
-from experiments.synthetic_sequences.disentangled.validation import EVAL_BATCH, split_diagnostics, validation_metrics
+from experiments.synthetic_sequences.disentangled.train_step import Objective
+from experiments.synthetic_sequences.disentangled.validation import EVAL_BATCH
 
 
 def resolve_objective(config: TrainConfig, inputs: RunInputs) -> Objective:
@@ -61,61 +66,9 @@ def hybrid_scale_note(config: TrainConfig) -> str | None:
     )
 
 
-class CVAETask:
-    """The CVAE's part of the training loop: batches, the objective with beta's warmup, the metrics log, validation
-    points, resume checkpoints and the exit on a signal."""
-
-    def __init__(
-        self, model, optimizer, config: TrainConfig, inputs: RunInputs, spec: Objective, device, log: MetricsLog, inputs_sha256: dict
-    ):
-        self.model, self.optimizer, self.config, self.inputs, self.device, self.log = model, optimizer, config, inputs, device, log
-        self.full_beta, self.spec = spec.beta, spec
-        optim = config.optim
-        self.schedule = BatchSchedule(inputs.batchers["train"].lengths, optim.batch_size, optim.seed, optim.batching)
-        self.val_diagnostics = split_diagnostics(inputs.base["val"], config.mode, config.reconstruction.token_weight_alpha)
-        self.stop = StopRequested()
-        self.resume_path = config.run.path / RESUME_FILE
-        self.inputs_sha256 = inputs_sha256
-        self.last_saved: int | None = None
-
-    def loss(self, step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        warmup = self.config.objective.beta_warmup_steps
-        self.spec = self.spec.with_beta(self.full_beta * min(1.0, step / warmup) if warmup else self.full_beta)
-        index = self.schedule(step)
-        batch = self.inputs.batchers["train"].batch(index).to(self.device)
-        base_nll = self.inputs.base["train"][0][index, : batch.mask.shape[1]].to(self.device)
-        output = self.model(batch, step_generator(self.config.optim.seed, step, self.device))
-        return objective(output, base_nll, batch.mask, self.spec)
-
-    def logged(self, step: int, metrics: dict[str, float]) -> None:
-        self.log.append({"split": "train", "step": step, "lr": self.optimizer.param_groups[0]["lr"], "beta": self.spec.beta, **metrics})
-
-    def evaluate(self, step: int) -> None:
-        point = validation_metrics(self.model, self.inputs, self.spec, self.config.optim.seed, self.device)
-        self.log.append({"split": "val", "step": step, **point, **self.val_diagnostics})
-
-    def progress(self, step: int, metrics: dict[str, float]) -> str:
-        return f"loss {metrics['loss']:.4f} recon[{self.config.mode}] {metrics['reconstruction_loss']:.4f} kl {metrics['kl']:.4f}"
-
-    def after(self, step: int) -> None:
-        if step % self.config.run.checkpoint_every == 0 or self.stop.signal is not None:
-            self.save(step)
-        if self.stop.signal is not None and step < self.config.optim.steps:
-            print(f"received signal {self.stop.signal} at step {step}: state saved to {self.resume_path}; rerun to resume", file=sys.stderr)
-            sys.exit(128 + self.stop.signal)
-
-    def save(self, step: int) -> None:
-        settings = self.config.training_settings()
-        save_resume(self.resume_path, self.model, self.optimizer, step, self.log.rows, settings, self.inputs_sha256)
-        self.last_saved = step
-
-    def kept(self) -> str:
-        if self.last_saved is None:
-            return "no checkpoint was written yet"
-        return f"the last good state (step {self.last_saved}) is kept in {self.resume_path}"
-
-
-def start_metadata(config: TrainConfig, inputs: RunInputs, spec: Objective, device, start_step: int, model, inputs_sha256: dict) -> dict:
+def start_metadata(
+    config: TrainConfig, inputs: RunInputs, spec: Objective, device, start_step: int, stack, inputs_sha256: dict, chunk: list
+) -> dict:
     return {
         "reconstruction_loss_token_aggregation_mode": config.mode.value,
         "reference": {"path": config.run.reference, "mode": inputs.reference["mode"], "c_base": inputs.reference["c_base"]},
@@ -126,7 +79,8 @@ def start_metadata(config: TrainConfig, inputs: RunInputs, spec: Objective, devi
         "device": str(device),
         "started": now(),
         "resumed_from_step": start_step or None,
-        "parameters": sum(p.numel() for p in model.parameters()),
+        "parameters": sum(p[0].numel() for p in stack.parameters()),
+        "chunk": {"seeds": chunk, "device": str(device)},  # the seeds trained with this one, in lockstep
         "resolved": {
             "controls": config.objective.controls,
             "mean_train_tokens": inputs.mean_train_tokens,
@@ -136,51 +90,159 @@ def start_metadata(config: TrainConfig, inputs: RunInputs, spec: Objective, devi
     }
 
 
-def train(config: TrainConfig) -> dict:
-    """Train, evaluate and write one run; returns its evaluation (eval.json)."""
+class SeedsStopped(NonFiniteLoss):
+    """Some seeds of a chunk stopped on a non-finite loss; the others finished and were written."""
+
+
+def check_chunk(configs: list[TrainConfig]) -> None:
+    """One arm's seeds: every setting but the seed and the run directory the same, no seed or directory twice."""
+    first = configs[0].training_settings()
+    first.pop("seed")
+    for config in configs[1:]:
+        settings = config.training_settings()
+        settings.pop("seed")
+        if changed := differing(first, settings):
+            raise ValueError(
+                f"seed {config.optim.seed}: a chunk trains one arm's seeds, but its {', '.join(changed)} differ from "
+                f"seed {configs[0].optim.seed}'s"
+            )
+        if any(getattr(config.run, name) != getattr(configs[0].run, name) for name in INPUT_PATHS):
+            raise ValueError(
+                f"seed {config.optim.seed}: a chunk's seeds read one set of inputs; its input paths differ from "
+                f"seed {configs[0].optim.seed}'s"
+            )
+    for name, values in (("seed", [c.optim.seed for c in configs]), ("run_dir", [str(c.run.path.resolve()) for c in configs])):
+        if len(set(values)) != len(values):
+            raise ValueError(f"{name}: {values} repeats a value; each seed of a chunk has its own")
+
+
+def finished_already(config: TrainConfig, inputs_sha256: dict) -> bool:
+    """Whether the run directory holds this run, finished: same settings, inputs and code. A chunk that grows by new
+    seeds then trains only those."""
+    try:
+        metadata = json.loads((config.run.path / "metadata.json").read_text())
+        run_config = json.loads((config.run.path / "run_config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        "finished" in metadata
+        and metadata.get("inputs_sha256") == inputs_sha256
+        and metadata.get("git_commit") == git_commit()
+        and run_config == json.loads(json.dumps(config.to_dict()))
+    )
+
+
+def train(configs: list[TrainConfig], manifest: Path | None = None) -> dict[int, dict]:
+    """Train, evaluate and write one arm's seeds in lockstep, each to its own run directory; returns each trained seed's
+    evaluation (eval.json). A seed already finished with these settings and inputs is kept, not retrained. When every
+    seed has finished, `manifest` (the workflow's record of the chunk) is written, last.
+
+    Raises SeedsStopped, after the other seeds are written, when a seed's loss turned non-finite."""
     called = time.perf_counter()
-    device = resolve_device(config.run.device)
-    inputs = load_inputs(config)  # every check, before anything is written
-    inputs_sha256 = input_hashes(config)
-    model = initial_model(config, inputs).to(device)
-    optimizer = build_optimizer(model, config)
-    if note := hybrid_scale_note(config):
+    check_chunk(configs)
+    device = resolve_device(configs[0].run.device)
+    inputs = load_inputs(configs[0])  # every check, before anything is written
+    inputs_sha256 = input_hashes(configs[0])
+    if note := hybrid_scale_note(configs[0]):
         print(note, file=sys.stderr, flush=True)
+    for config in configs:
+        config.run.path.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as locks:
+        for config in configs:  # one trainer per run directory
+            locks.enter_context(run_lock(config.run.path))
+        todo = [config for config in configs if not finished_already(config, inputs_sha256)]
+        for config in configs:
+            if config not in todo:
+                print(f"seed {config.optim.seed}: {config.run.path} is finished with these settings and inputs; kept", file=sys.stderr)
+        evaluations = train_seeds(todo, inputs, inputs_sha256, device, called) if todo else {}
+        if manifest is not None:
+            write_manifest(manifest, configs)
+    return evaluations
 
-    run_dir = config.run.path
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with run_lock(run_dir):  # one trainer per run directory
-        resumed = load_resume(run_dir / RESUME_FILE, config.training_settings(), inputs_sha256)
-        clear_outputs(run_dir)
-        start_step = 0
-        if resumed is not None:
-            model.load_state_dict(resumed["model"])
-            optimizer.load_state_dict(resumed["optimizer"])
-            start_step = resumed["step"]
-            print(f"resuming {run_dir} from step {start_step}", file=sys.stderr, flush=True)
-        log = MetricsLog(run_dir / PARTIAL_METRICS_FILE, keep=resumed["rows_logged"] if resumed is not None else 0)
-        spec = resolve_objective(config, inputs)
-        metadata = start_metadata(config, inputs, spec, device, start_step, model, inputs_sha256)
-        write_json(config.to_dict(), run_dir / "run_config.json")
-        write_json(metadata, run_dir / "metadata.json")
 
-        task = CVAETask(model, optimizer, config, inputs, spec, device, log, inputs_sha256)
-        task.last_saved = start_step if resumed is not None else None
-        optim, run = config.optim, config.run
-        loop = TrainingLoop(
-            model, optimizer, LoopSchedule(optim.steps, optim.lr, optim.warmup_steps, optim.grad_clip, run.eval_every, run.log_every)
+def train_seeds(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: dict, device, called: float) -> dict[int, dict]:
+    """Train the seeds of `configs` together from their first step or from the chunk's resume state; write each."""
+    stack = initial_stack(configs, inputs, device)
+    optimizer = build_optimizer(stack.named_stacked(), configs[0])
+    lengths = inputs.batchers["train"].lengths
+    seeds = [Seed(c, BatchSchedule(lengths, c.optim.batch_size, c.optim.seed, c.optim.batching), None) for c in configs]
+    start_step, rows_logged = resume(seeds, stack, optimizer, inputs_sha256)
+    spec = resolve_objective(configs[0], inputs)
+    metadata = {}
+    for seed in seeds:
+        clear_outputs(seed.config.run.path)
+        seed.log = MetricsLog(seed.config.run.path / PARTIAL_METRICS_FILE, keep=rows_logged.get(seed.key, 0))
+        metadata[seed.key] = start_metadata(
+            seed.config, inputs, spec, device, start_step, stack, inputs_sha256, chunk_settings(seeds)["seeds"]
         )
-        try:
-            loop.run(task, start_step)
-        except NonFiniteLoss as err:
-            raise NonFiniteLoss(f"{err}; {task.kept()}") from err
-        timing = {
-            "setup_s": loop.started - called,
-            "train_loop_s": loop.elapsed(),  # this process's steps, with their validation passes and checkpoints
-            "validation_s": loop.evaluation_s,  # the learning curves' share of train_loop_s
-            "train_steps": optim.steps - start_step,
-        }
-        return finish(config, model, inputs, device, log, metadata, timing)
+        write_json(seed.config.to_dict(), seed.config.run.path / "run_config.json")
+        write_json(metadata[seed.key], seed.config.run.path / "metadata.json")
+
+    task = ChunkTask(stack, initial_model(configs[0], inputs).to(device), optimizer, seeds, inputs, spec, device, inputs_sha256)
+    task.last_saved = start_step if rows_logged else None
+    optim, run, reconstruction = configs[0].optim, configs[0].run, configs[0].reconstruction
+    label = f"{reconstruction.term}_{configs[0].mode}_{reconstruction.token_weight_alpha:g} seeds {','.join(s.key for s in seeds)}"
+    schedule = LoopSchedule(optim.steps, optim.lr, optim.warmup_steps, optim.grad_clip, run.eval_every, run.log_every)
+    loop = TrainingLoop(stack, optimizer, schedule, label=label, optimise=task.optimise)
+    try:
+        loop.run(task, start_step)
+    except NonFiniteLoss:  # every seed stopped: each is written below with its failure
+        pass
+    timing = {"setup_s": loop.started - called, "train_loop_s": loop.elapsed(), "validation_s": loop.evaluation_s}
+    timing["train_steps"] = optim.steps - start_step
+    evaluations = {}
+    for i, seed in enumerate(seeds):
+        if seed.stopped is None:
+            evaluations[seed.config.optim.seed] = finish(
+                seed.config, task.seed_model(i), inputs, device, seed.log, metadata[seed.key], dict(timing)
+            )
+        else:
+            write_stopped(seed, task.seed_model(i), metadata[seed.key], timing)
+    resume_file(seeds).unlink(missing_ok=True)
+    if stopped := [seed for seed in seeds if seed.stopped is not None]:
+        raise SeedsStopped(
+            "; ".join(
+                f"seed {s.key} stopped at {s.failure}, its weights of the step before in {s.config.run.path / 'model.pt'}" for s in stopped
+            )
+        )
+    return evaluations
+
+
+def resume(seeds: list[Seed], stack, optimizer, inputs_sha256: dict) -> tuple[int, dict]:
+    """Load the chunk's resume state into the stack, the optimiser and the seeds' stops when one of the same chunk is
+    there; returns the step to start from and the rows each seed's metrics log keeps ({} when starting fresh)."""
+    partial_logs = {seed.key: seed.config.run.path / PARTIAL_METRICS_FILE for seed in seeds}
+    resumed = load_resume(resume_file(seeds), chunk_settings(seeds), inputs_sha256, partial_logs)
+    if resumed is None:
+        return 0, {}
+    stack.load_state_dict(resumed["model"])
+    optimizer.load_state_dict(resumed["optimizer"])
+    for seed in seeds:
+        seed.stopped = resumed["stopped"].get(seed.key)
+    print(f"resuming seeds {', '.join(partial_logs)} from step {resumed['step']} ({resume_file(seeds)})", file=sys.stderr, flush=True)
+    return resumed["step"], resumed["rows_logged"]
+
+
+def write_stopped(seed: Seed, model, metadata: dict, timing: dict) -> None:
+    """A stopped seed's run: its weights of the last good step, its metrics up to it, and metadata.json with the failure
+    and no `finished` (so no table reads it, and a rerun trains it again)."""
+    run_dir = seed.config.run.path
+    save_model(seed.config, model, run_dir)
+    seed.log.finish(run_dir / METRICS_FILE)
+    write_json({**metadata, "stopped": {"step": seed.stopped, "error": seed.failure, "timing": timing}}, run_dir / "metadata.json")
+
+
+def write_manifest(path: Path, configs: list[TrainConfig]) -> None:
+    """The chunk's record for the workflow: each seed's run directory and the sha256 of its finished metadata.json."""
+    runs = {
+        str(config.optim.seed): {"run_dir": str(config.run.path), "metadata_sha256": sha256_file(config.run.path / "metadata.json")}
+        for config in configs
+    }
+    write_json({"seeds": [config.optim.seed for config in configs], "runs": runs, "written": now()}, path)
+
+
+def save_model(config: TrainConfig, model, run_dir: Path) -> None:
+    save_torch({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": model.decoder.config.max_len}, run_dir / "model.pt")
 
 
 def finish(config: TrainConfig, model, inputs: RunInputs, device, log: MetricsLog, metadata: dict, timing: dict) -> dict:
@@ -201,7 +263,7 @@ def finish(config: TrainConfig, model, inputs: RunInputs, device, log: MetricsLo
         reconstruction_loss_token_aggregation_mode=config.mode.value,
     )
     run_dir: Path = config.run.path
-    save_torch({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": model.decoder.config.max_len}, run_dir / "model.pt")
+    save_model(config, model, run_dir)
     rows = log.finish(run_dir / METRICS_FILE)
     write_json(evaluation, run_dir / "eval.json")
     timing["evaluation_s"] = time.perf_counter() - evaluation_started
@@ -209,5 +271,4 @@ def finish(config: TrainConfig, model, inputs: RunInputs, device, log: MetricsLo
     outputs_sha256 = {name: sha256_file(run_dir / name) for name in RUN_OUTPUTS if name != "metadata.json"}
     finished = {"finished": now(), "timing": timing, "train_diagnostics": diagnostics, "outputs_sha256": outputs_sha256}
     write_json({**metadata, **finished}, run_dir / "metadata.json")
-    (run_dir / RESUME_FILE).unlink(missing_ok=True)
     return evaluation

@@ -7,6 +7,7 @@ import sys
 import torch
 
 from core.disentanglement.decoder import DecoderConfig, warm_start
+from core.disentanglement.lockstep import SeedStack
 from core.disentanglement.registry import MODELS
 from core.disentanglement.zfree import load_decoder
 from experiments.synthetic_sequences.disentangled.config import TrainConfig
@@ -34,26 +35,34 @@ def initial_model(config: TrainConfig, inputs: RunInputs) -> torch.nn.Module:
     return model
 
 
-def parameter_groups(model: torch.nn.Module, config: TrainConfig) -> list[dict]:
-    """AdamW groups: a warm-started decoder's pretrained weights learn at lr x warm_decoder_lr_factor, the rest at lr.
+def parameter_groups(named_parameters, config: TrainConfig) -> list[dict]:
+    """AdamW groups of (name, parameter) pairs: a warm-started decoder's pretrained weights learn at lr x
+    warm_decoder_lr_factor, the rest at lr.
 
     The latent projection is new in a warm start, so it stays with the encoder at the full rate.
     """
+    named = list(named_parameters)
     pretrained = [
         parameter
-        for name, parameter in model.named_parameters()
+        for name, parameter in named
         if config.run.init_decoder and name.startswith("decoder.") and not name.startswith("decoder.latent_projection.")
     ]
     chosen = {id(parameter) for parameter in pretrained}
-    rest = [parameter for parameter in model.parameters() if id(parameter) not in chosen]
+    rest = [parameter for _, parameter in named if id(parameter) not in chosen]
     groups = [{"params": rest, "lr_factor": 1.0}]
     if pretrained:
         groups.append({"params": pretrained, "lr_factor": config.optim.warm_decoder_lr_factor})
     return groups
 
 
-def build_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    return torch.optim.AdamW(parameter_groups(model, config), lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+def build_optimizer(named_parameters, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW over (name, parameter) pairs: a model's named_parameters() or a seed stack's named_stacked()."""
+    return torch.optim.AdamW(parameter_groups(named_parameters, config), lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+
+
+def initial_stack(configs, inputs: RunInputs, device) -> SeedStack:
+    """The chunk's seeds in lockstep, each seed's weights those its own run starts from (initial_model)."""
+    return SeedStack([initial_model(config, inputs) for config in configs]).to(device)
 
 
 def resolve_device(name: str) -> torch.device:

@@ -1,9 +1,10 @@
 """A run directory's state: the resume checkpoint, the stop signals, and outputs left by an earlier run.
 
-resume.pt holds the step, the weights, the optimiser, how many rows metrics.jsonl
-had when it was saved, the settings and the sha256 of every input. A run resumes
-only from a state of the same run: same settings, same inputs, a metrics log that
-still holds those rows. Anything else (another run's state, a state whose data,
+resume.pt holds the state of a chunk of seeds trained in lockstep: the step, the stacked
+weights, the optimiser, the seeds that stopped on a non-finite loss, how many rows each
+seed's metrics log had when it was saved, the settings and the sha256 of every input. A
+chunk resumes only from a state of the same chunk: same seeds, same settings, same inputs,
+metrics logs that still hold those rows. Anything else (another run's state, a state whose data,
 scores or reference were rebuilt since, a truncated file) is set aside under a
 new name, with a one-line warning, and the run starts fresh.
 
@@ -30,7 +31,7 @@ import torch
 from core.disentanglement.artifacts import atomic_path, save_torch
 from experiments.synthetic_sequences.disentangled.grid import RUN_OUTPUTS
 
-RESUME_KEYS = ("step", "model", "optimizer", "rows_logged", "settings", "inputs_sha256")
+RESUME_KEYS = ("step", "model", "optimizer", "stopped", "rows_logged", "settings", "inputs_sha256")
 METRICS_FILE = "metrics.jsonl"
 PARTIAL_METRICS_FILE = "metrics.partial.jsonl"
 
@@ -47,21 +48,23 @@ class StopRequested:
         self.signal = signum
 
 
-def save_resume(path: Path, model, optimizer, step: int, rows_logged: int, settings: dict, inputs_sha256: dict) -> None:
-    state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rows_logged": rows_logged}
+def save_resume(path: Path, step: int, model, optimizer, stopped: dict, rows_logged: dict, settings: dict, inputs_sha256: dict) -> None:
+    """`stopped` {seed: step} and `rows_logged` {seed: rows}, seeds as strings."""
+    state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "stopped": stopped, "rows_logged": rows_logged}
     save_torch({**state, "settings": settings, "inputs_sha256": inputs_sha256}, path)
 
 
-def resume_mismatch(state: object, settings: dict, inputs_sha256: dict, logged_rows: int) -> str | None:
-    """Why `state` cannot continue the run with these settings, inputs and `logged_rows` metrics rows, or None."""
+def resume_mismatch(state: object, settings: dict, inputs_sha256: dict, logged_rows: dict[str, int]) -> str | None:
+    """Why `state` cannot continue the chunk with these settings, inputs and metrics rows per seed, or None."""
     if not isinstance(state, dict) or any(key not in state for key in RESUME_KEYS):
         return f"not a resume state of this trainer (it needs {', '.join(RESUME_KEYS)})"
     if changed := differing(state["settings"], settings):
         return f"its settings differ in {', '.join(changed)}"
     if changed := differing(state["inputs_sha256"], inputs_sha256):
         return f"its inputs changed since ({', '.join(changed)})"
-    if logged_rows < state["rows_logged"]:
-        return f"{PARTIAL_METRICS_FILE} holds {logged_rows} rows, fewer than the {state['rows_logged']} it had logged"
+    for seed, rows in state["rows_logged"].items():
+        if logged_rows.get(seed, 0) < rows:
+            return f"seed {seed}'s {PARTIAL_METRICS_FILE} holds {logged_rows.get(seed, 0)} rows, fewer than the {rows} it had logged"
     return None
 
 
@@ -83,10 +86,10 @@ def set_aside(path: Path) -> Path:
     return aside
 
 
-def load_resume(path: Path, settings: dict, inputs_sha256: dict) -> dict | None:
-    """The state to resume from, or None to start fresh (a state of another run is set aside with a warning).
+def load_resume(path: Path, settings: dict, inputs_sha256: dict, partial_logs: dict[str, Path]) -> dict | None:
+    """The state to resume from, or None to start fresh (a state of another chunk is set aside with a warning).
 
-    The run's metrics.partial.jsonl, beside `path`, must still hold the rows the state had logged."""
+    Each seed's metrics.partial.jsonl (`partial_logs`, by seed) must still hold the rows the state had logged."""
     if not path.is_file():
         return None
     try:
@@ -94,11 +97,12 @@ def load_resume(path: Path, settings: dict, inputs_sha256: dict) -> dict | None:
     except Exception as err:  # torch raises several unrelated types (OSError, UnpicklingError, RuntimeError) for a bad file
         reason = f"it cannot be read ({type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else 'no detail'})"
     else:
-        reason = resume_mismatch(state, settings, inputs_sha256, len(read_lines(path.parent / PARTIAL_METRICS_FILE)))
+        logged = {seed: len(read_lines(log)) for seed, log in partial_logs.items()}
+        reason = resume_mismatch(state, settings, inputs_sha256, logged)
     if reason is None:
         return state
     aside = set_aside(path)
-    print(f"warning: {path} set aside as {aside.name}: {reason}; the run starts from step 0", file=sys.stderr, flush=True)
+    print(f"warning: {path} set aside as {aside.name}: {reason}; the chunk starts from step 0", file=sys.stderr, flush=True)
     return None
 
 

@@ -1,9 +1,11 @@
 """Slurm as this pipeline meets it: which runs a job trains, read back from what Slurm shows of it (the job's
 comment or its command), and whether a Slurm client here has no controller to talk to.
 
-snakemake-executor-plugin-slurm sets a job's comment to rule_<rule>_wildcards_<values joined by '_'>; a group job
-(the profile packs several runs into one) gets rule_<group>_<rules>, and its runs are named only in the command it
-was submitted with, as snakemake's --target-jobs entries.
+A training job trains one chunk of an arm's seeds (chunks.py). snakemake-executor-plugin-slurm sets its comment to
+rule_<rule>_wildcards_<values joined by '_'>; a group job (the profile packs several chunks into one) gets
+rule_<group>_<rules>, and its chunks are named only in the command it was submitted with, as snakemake's
+--target-jobs entries. A chunk's name covers a range of seed values; given the grid's run paths, only the runs of
+the grid are returned.
 """
 
 from __future__ import annotations
@@ -12,62 +14,73 @@ import re
 import shutil
 import subprocess
 from argparse import ArgumentTypeError
+from collections.abc import Iterable
 
 from core.disentanglement.cli import parse_pairs
+from experiments.synthetic_sequences.disentangled.chunks import chunk_seed_range
 from experiments.synthetic_sequences.disentangled.grid import GridError, parse_run_path
 
+CHUNK_WILDCARDS = ("family", "term", "mode", "alpha", "chunk")
+TARGET_JOB = re.compile(r"train_run:([^\s'\"]*)")
 
-def parse_job_comment(comment: str) -> dict:
-    """A train_run job's parameters from what snakemake-executor-plugin-slurm records for it.
+
+def parse_job_comment(comment: str, grid: Iterable[str] | None = None) -> list[dict]:
+    """The runs of a train_run job from what snakemake-executor-plugin-slurm records for it.
 
     The plugin sets each job's comment to rule_<rule>_wildcards_<values joined by '_'> and logs to
-    .snakemake/slurm_logs/rule_<rule>/<the same values>/<jobid>.log. No wildcard value of a run
+    .snakemake/slurm_logs/rule_<rule>/<the same values>/<jobid>.log. No wildcard value of a chunk
     holds an underscore, so the five values split back apart.
     """
     prefix = "rule_train_run_wildcards_"
     if not comment.startswith(prefix):
         raise GridError(f"job comment {comment!r} is not a train_run job's ({prefix}...)")
     values = comment[len(prefix) :].split("_")
-    if len(values) != 5 or not values[4].isdigit():
-        raise GridError(f"job comment {comment!r} does not hold family_term_mode_alpha_seed")
-    return run_parameters(dict(zip(RUN_WILDCARDS, values, strict=True)))
+    if len(values) != len(CHUNK_WILDCARDS):
+        raise GridError(f"job comment {comment!r} does not hold family_term_mode_alpha_chunk")
+    return chunk_runs(dict(zip(CHUNK_WILDCARDS, values, strict=True)), grid)
 
 
-RUN_WILDCARDS = ("family", "term", "mode", "alpha", "seed")
-TARGET_JOB = re.compile(r"train_run:([^\s'\"]*)")
+def chunk_runs(values: dict[str, str], grid: Iterable[str] | None = None) -> list[dict]:
+    """A chunk's wildcard values as Slurm shows them -> its runs' parameters, each checked as a run path is; with
+    `grid` (run paths), those of the grid only."""
+    runs = [
+        parse_run_path("{family}/{term}_{mode}_{alpha}/seed{seed}".format(**values, seed=seed))
+        for seed in chunk_seed_range(values["chunk"])
+    ]
+    if grid is None:
+        return runs
+    known = {tuple(parse_run_path(path).values()) for path in grid}
+    return [run for run in runs if tuple(run.values()) in known]
 
 
-def run_parameters(values: dict[str, str]) -> dict:
-    """A train_run job's wildcard values as Slurm shows them -> the run's parameters, checked as a run path is."""
-    return parse_run_path("{family}/{term}_{mode}_{alpha}/seed{seed}".format(**values))
-
-
-def runs_of_slurm_job(comment: str, command: str = "") -> list[dict]:
+def runs_of_slurm_job(comment: str, command: str = "", grid: Iterable[str] | None = None) -> list[dict]:
     """Every run a Slurm training job trains, with its parameters, from what Slurm shows of the job.
 
-    A job of one run: its comment, rule_train_run_wildcards_<family_term_mode_alpha_seed> (parse_job_comment).
-    A group job (comment rule_<group>_train_run; the profile packs runs so) holds several runs, named in the
+    A job of one chunk: its comment, rule_train_run_wildcards_<family_term_mode_alpha_chunk> (parse_job_comment).
+    A group job (comment rule_<group>_train_run; the profile packs chunks so) holds several chunks, named in the
     command it was submitted with as snakemake's `--target-jobs 'train_run:family=...,term=...,mode=...,
-    alpha=...,seed=...'`: pass that command, from `sacct -j <id> -P -n -o SubmitLine` or, on a cluster
-    without accounting, `scontrol write batch_script <id> -`.
+    alpha=...,chunk=...'`: pass that command, from `sacct -j <id> -P -n -o SubmitLine` or, on a cluster
+    without accounting, `scontrol write batch_script <id> -`. Pass the grid's run paths (`grid`, e.g. the keys of
+    results/grid.json's runs) to leave out the seed values of a chunk's range that the grid does not train.
     """
+    grid = None if grid is None else list(grid)
     if comment.startswith("rule_train_run_wildcards_"):
-        return [parse_job_comment(comment)]
-    runs = [parse_target_job(target) for target in TARGET_JOB.findall(command)]
+        return parse_job_comment(comment, grid)
+    runs = [run for target in TARGET_JOB.findall(command) for run in parse_target_job(target, grid)]
     if not runs:
         raise GridError(f"job {comment!r}: its command names no train_run target job (--target-jobs train_run:...)")
     return runs
 
 
-def parse_target_job(wildcards: str) -> dict:
-    """'family=f,term=t,mode=m,alpha=a,seed=s' (one --target-jobs entry of train_run) -> the run's parameters."""
+def parse_target_job(wildcards: str, grid: Iterable[str] | None = None) -> list[dict]:
+    """'family=f,term=t,mode=m,alpha=a,chunk=c' (one --target-jobs entry of train_run) -> its runs' parameters."""
     try:
         values = parse_pairs(wildcards, str, what="wildcard=value")
     except ArgumentTypeError as err:
         raise GridError(f"target job train_run:{wildcards}: {err}") from err
-    if sorted(values) != sorted(RUN_WILDCARDS):
-        raise GridError(f"target job train_run:{wildcards} does not name exactly {', '.join(RUN_WILDCARDS)}")
-    return run_parameters(values)
+    if sorted(values) != sorted(CHUNK_WILDCARDS):
+        raise GridError(f"target job train_run:{wildcards} does not name exactly {', '.join(CHUNK_WILDCARDS)}")
+    return chunk_runs(values, grid)
 
 
 def slurm_client_without_controller() -> bool:

@@ -1,16 +1,19 @@
-"""Train one CVAE run on synthetic sequences and evaluate it on the test split.
+"""Train one arm's CVAE seeds on synthetic sequences, in lockstep, and evaluate each on the test split.
 
     python -m experiments.synthetic_sequences.disentangled.train_disentangled \\
         --train-records results/data/train.parquet --val-records results/data/val.parquet \\
         --test-records results/data/test.parquet --train-scores results/zfree/scores/train.parquet \\
         --val-scores results/zfree/scores/val.parquet --reference results/reference/sum.json \\
         --reconstruction-loss-token-aggregation-mode sum --reconstruction-term dist \\
-        --run-dir results/runs/demo/dist_sum_0/seed0
+        --seed 0 1 2 --run-dir results/runs/demo/dist_sum_0/seed0 results/runs/demo/dist_sum_0/seed1 \\
+        results/runs/demo/dist_sum_0/seed2
 
-One flag per setting of config.TrainConfig, with the help text written beside each field. Before anything is
-written, every input is checked (inputs.py): the reference artifact's c_base is recomputed from the validation
-scores in the run's own mode, and the scores must be of exactly the given records, from one z-free checkpoint.
-The run itself (outputs, resume on a rerun after a signal) is cvae_run.py's.
+`--seed` and `--run-dir` take one value per seed, in pairs: the seeds train together in one process (cvae_run.py),
+each written to its own run directory. One flag per other setting of config.TrainConfig, with the help text written
+beside each field. Before anything is written, every input is checked (inputs.py): the reference artifact's c_base
+is recomputed from the validation scores in the run's own mode, and the scores must be of exactly the given
+records, from one z-free checkpoint. The runs themselves (outputs, resume on a rerun after a signal) are
+cvae_run.py's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
@@ -30,36 +34,53 @@ from experiments.synthetic_sequences.disentangled.cvae_run import train
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    add_settings_flags(parser, TrainConfig)
+    parser.add_argument(
+        "--chunk-manifest", type=Path, default=None, help="written last, when every seed has finished: the workflow's record of the chunk"
+    )
+    add_settings_flags(parser, TrainConfig, skip=("seed", "run_dir"))
+    parser.add_argument("--seed", type=int, nargs="+", default=[0], help="the seeds trained together, one per run directory (default: 0)")
+    parser.add_argument("--run-dir", dest="run_dir", nargs="+", required=True, help="the seeds' output folders, in --seed's order")
     return parser
 
 
-def parse_config(argv: Sequence[str] | None = None) -> tuple[TrainConfig, int | None]:
+def parse_config(argv: Sequence[str] | None = None) -> tuple[list[TrainConfig], int | None, Path | None]:
     parser = build_parser()
     args = vars(parser.parse_args(argv))
-    threads = args.pop("threads")
+    threads, manifest, seeds, run_dirs = args.pop("threads"), args.pop("chunk_manifest"), args.pop("seed"), args.pop("run_dir")
     if threads is not None and threads < 1:
         parser.error(f"--threads: {threads} is not allowed; it must be >= 1")
+    if len(seeds) != len(run_dirs):
+        parser.error(f"--seed gives {len(seeds)} seeds and --run-dir {len(run_dirs)} folders; give one folder per seed")
     try:
-        return TrainConfig.from_flat(args), threads
+        return (
+            [TrainConfig.from_flat({**args, "seed": seed, "run_dir": run_dir}) for seed, run_dir in zip(seeds, run_dirs, strict=True)],
+            threads,
+            manifest,
+        )
     except ValueError as err:
         parser.error(str(err))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    config, threads = parse_config(argv)
+    configs, threads, manifest = parse_config(argv)
     if threads:
         torch.set_num_threads(threads)
     try:
-        evaluation = train(config)
+        evaluations = train(configs, manifest)
     except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
         sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
-    except (ValueError, NonFiniteLoss) as err:  # RunDirectoryBusy is a ValueError
+    except (ValueError, NonFiniteLoss) as err:  # RunDirectoryBusy is a ValueError; SeedsStopped a NonFiniteLoss
         sys.exit(f"error: {err}")
+    for seed, evaluation in evaluations.items():
+        report(seed, evaluation)
+
+
+def report(seed: int, evaluation: dict) -> None:
     overall = evaluation["strategy_separation"]["overall"]
     baseline = evaluation["strategy_separation"]["shuffled_label_baseline"]
     print(
-        f"test: strategy NMI {overall['nmi']:.3f} (shuffled labels {baseline['nmi']:.3f}), probe accuracy {overall['probe_accuracy']:.3f}, "
+        f"seed {seed} test: strategy NMI {overall['nmi']:.3f} (shuffled labels {baseline['nmi']:.3f}), "
+        f"probe accuracy {overall['probe_accuracy']:.3f}, "
         f"KL {evaluation['latent_usage']['kl']:.3f}, samples parse {evaluation['samples']['parse_rate']:.2f}",
         file=sys.stderr,
     )

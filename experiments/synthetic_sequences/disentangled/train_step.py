@@ -38,8 +38,8 @@ class Objective:
         return replace(self, beta=beta)
 
 
-def objective(output: CVAEOutput, base_nll: torch.Tensor, mask: torch.Tensor, spec: Objective) -> tuple[torch.Tensor, dict[str, float]]:
-    """The scalar loss and its logged parts (plain floats)."""
+def objective_parts(output: CVAEOutput, base_nll: torch.Tensor, mask: torch.Tensor, spec: Objective) -> tuple[torch.Tensor, dict]:
+    """The scalar loss and its logged parts as 0-d tensors: nothing is read back, so it maps over lockstep seeds."""
     reconstruction, beta, auxiliary_weights = spec.reconstruction, spec.beta, spec.auxiliary_weights
     terms = reconstruction_terms(
         output.token_nll,
@@ -59,22 +59,39 @@ def objective(output: CVAEOutput, base_nll: torch.Tensor, mask: torch.Tensor, sp
         loss = loss + weight * output.auxiliary[name]
 
     counts = mask.sum(dim=1).float()
-    beta_kl_value = beta_kl.item()
-    metrics = {
-        "loss": loss.item(),
-        "reconstruction_loss": terms["raw"].item(),  # L_raw^a whatever term is optimised
-        "reconstruction_objective": optimised.item(),
-        **{f"recon_{name}": terms[name].item() for name in RECONSTRUCTION_TERMS},
-        "kl": output.kl.item(),
-        "beta_kl": beta_kl_value,
-        "reconstruction_to_kl": scaled_reconstruction.item() / beta_kl_value if beta_kl_value > 0 else None,
-        **{name: value.item() for name, value in output.auxiliary.items()},
-        "tokens_mean": counts.mean().item(),
-        "tokens_min": counts.min().item(),
-        "tokens_max": counts.max().item(),
-        **{name: terms[name].item() for name in BATCH_EXTREMES},
+    parts = {
+        "loss": loss,
+        "reconstruction_loss": terms["raw"],  # L_raw^a whatever term is optimised
+        "reconstruction_objective": optimised,
+        **{f"recon_{name}": terms[name] for name in RECONSTRUCTION_TERMS},
+        "kl": output.kl,
+        "beta_kl": beta_kl,
+        "scaled_reconstruction": scaled_reconstruction,
+        **output.auxiliary,
+        "tokens_mean": counts.mean(),
+        "tokens_min": counts.min(),
+        "tokens_max": counts.max(),
+        **{name: terms[name] for name in BATCH_EXTREMES},
     }
-    return loss, metrics
+    return loss, {name: value.detach() for name, value in parts.items()}
+
+
+def logged_metrics(parts: dict[str, float]) -> dict[str, float]:
+    """The logged metrics of one seed's parts, read back as floats: the ratio of the reconstruction term to beta x KL
+    (None without a KL term) in place of the scaled reconstruction term."""
+    metrics = {}
+    for name, value in parts.items():  # in the parts' order: the ratio takes the scaled term's place
+        if name == "scaled_reconstruction":
+            metrics["reconstruction_to_kl"] = value / parts["beta_kl"] if parts["beta_kl"] > 0 else None
+        else:
+            metrics[name] = value
+    return metrics
+
+
+def objective(output: CVAEOutput, base_nll: torch.Tensor, mask: torch.Tensor, spec: Objective) -> tuple[torch.Tensor, dict[str, float]]:
+    """The scalar loss and its logged parts (plain floats)."""
+    loss, parts = objective_parts(output, base_nll, mask, spec)
+    return loss, logged_metrics({name: value.item() for name, value in parts.items()})
 
 
 def train_step(model, optimizer, batch, base_nll, *, generator, grad_clip: float, spec: Objective) -> dict[str, float]:
