@@ -256,14 +256,14 @@ def test_resume_after_a_stop_ends_like_an_uninterrupted_run(io_flags, tmp_path, 
     interrupted = tmp_path / "interrupted"
     process = subprocess.Popen(trainer_command([*io_flags("sum", interrupted), *common]), cwd=ROOT, stderr=subprocess.PIPE, text=True)
     for line in process.stderr:
-        if line.startswith("step 13/"):
+        if " step 13/" in line:  # "raw_mean_0 seeds 0 step 13/40 ..."
             process.send_signal(stop)
             break
     process.stderr.read()
     assert process.wait(timeout=300) == (128 + stop if stop == signal.SIGTERM else -stop)
     assert (interrupted / RESUME_FILE).is_file() and not (interrupted / "eval.json").exists()
     if stop == signal.SIGKILL:  # rows after the last checkpoint are in the log, to be cut on resume
-        rows_logged = torch.load(interrupted / RESUME_FILE, weights_only=False)["rows_logged"]
+        rows_logged = torch.load(interrupted / RESUME_FILE, weights_only=False)["rows_logged"]["0"]  # seed 0, the chunk's one seed
         assert (interrupted / "metrics.partial.jsonl").read_text().count("\n") > rows_logged
     for name in RUN_OUTPUTS:  # as snakemake deletes a failed job's declared outputs before its retry
         (interrupted / name).unlink(missing_ok=True)
