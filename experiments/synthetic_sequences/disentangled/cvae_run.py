@@ -116,7 +116,7 @@ def check_chunk(configs: list[TrainConfig]) -> None:
             raise ValueError(f"{name}: {values} repeats a value; each seed of a chunk has its own")
 
 
-def finished_already(config: TrainConfig, inputs_sha256: dict) -> bool:
+def finished_already(config: TrainConfig, inputs_sha256: dict, commit: str) -> bool:
     """Whether the run directory holds this run, finished: same settings, inputs and code. A chunk that grows by new
     seeds then trains only those."""
     try:
@@ -127,7 +127,7 @@ def finished_already(config: TrainConfig, inputs_sha256: dict) -> bool:
     return (
         "finished" in metadata
         and metadata.get("inputs_sha256") == inputs_sha256
-        and metadata.get("git_commit") == git_commit()
+        and metadata.get("git_commit") == commit
         and run_config == json.loads(json.dumps(config.to_dict()))
     )
 
@@ -150,7 +150,8 @@ def train(configs: list[TrainConfig], manifest: Path | None = None) -> dict[int,
     with ExitStack() as locks:
         for config in configs:  # one trainer per run directory
             locks.enter_context(run_lock(config.run.path))
-        todo = [config for config in configs if not finished_already(config, inputs_sha256)]
+        commit = git_commit()  # one subprocess for the chunk, not one per seed
+        todo = [config for config in configs if not finished_already(config, inputs_sha256, commit)]
         for config in configs:
             if config not in todo:
                 print(f"seed {config.optim.seed}: {config.run.path} is finished with these settings and inputs; kept", file=sys.stderr)
@@ -173,7 +174,7 @@ def train_seeds(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: di
         clear_outputs(seed.config.run.path)
         seed.log = MetricsLog(seed.config.run.path / PARTIAL_METRICS_FILE, keep=rows_logged.get(seed.key, 0))
         metadata[seed.key] = start_metadata(
-            seed.config, inputs, spec, device, start_step, stack, inputs_sha256, chunk_settings(seeds)["seeds"]
+            seed.config, inputs, spec, device, start_step, stack, inputs_sha256, [seed.config.optim.seed for seed in seeds]
         )
         write_json(seed.config.to_dict(), seed.config.run.path / "run_config.json")
         write_json(metadata[seed.key], seed.config.run.path / "metadata.json")
