@@ -8,7 +8,7 @@ snakemake --cores 2 tables --forcerun aggregate_tables    rebuild tables and plo
 
 from snakemake.utils import min_version, validate
 
-from experiments.synthetic_sequences.disentangled.config_files import check_config_files
+from experiments.synthetic_sequences.planning.config_files import check_config_files
 
 min_version("9.0")
 

@@ -148,7 +148,7 @@ def pilot_train_config(
     inputs: dict[str, str], run_dir: Path, *, family: str = "discrete", term: str = "raw", mode: str = "mean", **overrides
 ):
     """The default pilot's trainer config for one run of `family`, with its real family settings."""
-    from experiments.synthetic_sequences.disentangled.grid import expand_grid
+    from experiments.synthetic_sequences.planning.grid import expand_grid
 
     config = default_config()
     specs = [s for s in expand_grid(config["families"], config["seeds"]) if s.family == family and s.term == term and s.mode == mode]

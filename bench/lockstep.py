@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 from bench.common import REPO, BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress
-from experiments.synthetic_sequences.disentangled.grid import cli_arguments
+from experiments.synthetic_sequences.planning.grid import cli_arguments
 
-TRAINER = "experiments.synthetic_sequences.disentangled.train_disentangled"
+TRAINER = "experiments.synthetic_sequences.training.train_disentangled"
 
 
 def trainer_command(config, folder: Path, seeds: list[int], threads: int) -> list[str]:

@@ -24,10 +24,10 @@ import torch
 
 from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
 from core.disentanglement.batching import step_generator
-from experiments.synthetic_sequences.disentangled.cvae_run import resolve_objective
-from experiments.synthetic_sequences.disentangled.inputs import load_inputs
-from experiments.synthetic_sequences.disentangled.model_setup import build_optimizer, initial_model
-from experiments.synthetic_sequences.disentangled.train_step import train_step
+from experiments.synthetic_sequences.training.cvae_run import resolve_objective
+from experiments.synthetic_sequences.training.inputs import load_inputs
+from experiments.synthetic_sequences.training.model_setup import build_optimizer, initial_model
+from experiments.synthetic_sequences.training.train_step import train_step
 
 BASELINE = ("raw", "mean", 0.0)
 CONTROL = "raw mean (control: the baseline step again)"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench import dag, lockstep, losses, pilot, tables, trainer, zfree
 from bench.common import REPO, BenchResult, machine, print_result
-from experiments.synthetic_sequences.disentangled.slurm_jobs import slurm_client_without_controller
+from experiments.synthetic_sequences.planning.slurm_jobs import slurm_client_without_controller
 
 BENCHMARKS = (losses, zfree, trainer, lockstep, tables, dag, pilot)
 DEFAULT_OUT = REPO / "bench" / "results"

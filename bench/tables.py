@@ -37,10 +37,11 @@ from bench.common import (
     wall_time,
 )
 from core.disentanglement.artifacts import sha256_file
-from experiments.synthetic_sequences.disentangled import tables
-from experiments.synthetic_sequences.disentangled.bindings import GRID_FILE, write_grid
-from experiments.synthetic_sequences.disentangled.cvae_run import train
-from experiments.synthetic_sequences.disentangled.grid import expand_grid
+from experiments.synthetic_sequences.analysis import tables
+from experiments.synthetic_sequences.planning.bindings import GRID_FILE, write_grid
+from experiments.synthetic_sequences.planning.grid import expand_grid
+from experiments.synthetic_sequences.run_layout import RunLayout, run_directory
+from experiments.synthetic_sequences.training.cvae_run import train
 
 
 def jittered(value, rng: np.random.Generator):
@@ -70,37 +71,39 @@ def current_inputs(paths: dict[str, str], template: Path) -> dict[str, str]:
     """{input name: path} the synthesised runs are bound to; the template's model.pt stands in for the z-free checkpoint."""
     inputs = {name: path for name, path in paths.items() if name.endswith(("_records", "_scores"))}
     inputs |= {f"reference_{mode}": f"{paths['reference_dir']}/{mode}.json" for mode in ("mean", "sum")}
-    return inputs | {"init_decoder": str(template / "model.pt")}
+    return inputs | {"init_decoder": str(RunLayout(template).model)}
 
 
 def synthesise_runs(template: Path, root: Path, runs: int, inputs: dict[str, str]) -> list[Path]:
     """`runs` run directories under root/runs in the pipeline's layout, made from one real (short) run directory, and
     root/grid.json, the grid they belong to: each run's run_config.json is its grid entry's, its metadata.json records
     the sha256 of `inputs`, as a run trained by the pipeline would."""
-    evaluation = json.loads((template / "eval.json").read_text())
-    metadata = json.loads((template / "metadata.json").read_text())
+    source = RunLayout(template)
+    evaluation = json.loads(source.evaluation.read_text())
+    metadata = json.loads(source.metadata.read_text())
     settings = default_config()["families"]["discrete"]["settings"]
-    template_rows = [json.loads(line) for line in (template / "metrics.jsonl").read_text().splitlines()]
+    template_rows = [json.loads(line) for line in source.metrics_log.read_text().splitlines()]
     metrics = pilot_length_metrics(template_rows, settings["steps"], settings["eval_every"])
     digests = {name: sha256_file(path) for name, path in inputs.items()}
     specs = expand_grid(synthetic_families(runs))
     write_grid(root / GRID_FILE, specs)
     run_dirs = []
     for spec in specs:
-        run_dir = root / "runs" / spec.path
+        run_dir = Path(run_directory(str(root), spec.path))
+        run = RunLayout(run_dir)
         run_dir.mkdir(parents=True)
-        shutil.copyfile(template / "model.pt", run_dir / "model.pt")
-        (run_dir / "metrics.jsonl").write_text(metrics)
+        shutil.copyfile(source.model, run.model)
+        run.metrics_log.write_text(metrics)
         config = spec.train_config(run_dir=str(run_dir)).to_dict()
         config["run"]["init_decoder"] = inputs["init_decoder"] if spec.warm_start else ""
-        (run_dir / "run_config.json").write_text(json.dumps(config))
+        run.run_config.write_text(json.dumps(config))
         rng = np.random.default_rng([spec.seed, len(run_dirs)])
-        (run_dir / "eval.json").write_text(json.dumps(jittered(evaluation, rng)))
+        run.evaluation.write_text(json.dumps(jittered(evaluation, rng)))
         # as the trainer finishes a run: metadata.json last, with the hashes extraction checks the other files against
         outputs_sha256 = {name: sha256_file(run_dir / name) for name in metadata["outputs_sha256"]}
         inputs_sha256 = {name: digest for name, digest in digests.items() if not name.startswith("reference_")}
         inputs_sha256["reference"] = digests[f"reference_{spec.mode}"]
-        (run_dir / "metadata.json").write_text(json.dumps({**metadata, "outputs_sha256": outputs_sha256, "inputs_sha256": inputs_sha256}))
+        run.metadata.write_text(json.dumps({**metadata, "outputs_sha256": outputs_sha256, "inputs_sha256": inputs_sha256}))
         run_dirs.append(run_dir)
     return run_dirs
 
@@ -151,7 +154,7 @@ def measure(runs: tuple[int, ...] = (10, 100, 1000)) -> BenchResult:
             figures.append(Figure("tables", f"growth exponent, {runs[0]} to {runs[-1]} runs (1 = linear)", float(growth), "", "<= 1.1"))
         one_run = run_dirs[0]
         process_s, _ = wall_time(
-            [sys.executable, "-m", "experiments.synthetic_sequences.disentangled.tables", "extract"]
+            [sys.executable, "-m", "experiments.synthetic_sequences.analysis.tables", "extract"]
             + ["--run-dir", str(one_run), "--out", str(tmp / "one.parquet")]
         )
         figures.append(Figure("tables", "one `tables extract` process (Snakemake's cost per run)", process_s, "s"))

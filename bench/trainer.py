@@ -29,9 +29,9 @@ import torch
 from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
 from core.disentanglement.batching import step_generator
 from core.disentanglement.losses import reconstruction_terms
-from experiments.synthetic_sequences.disentangled.cvae_run import train
-from experiments.synthetic_sequences.disentangled.inputs import RunInputs, load_inputs
-from experiments.synthetic_sequences.disentangled.model_setup import initial_model
+from experiments.synthetic_sequences.training.cvae_run import train
+from experiments.synthetic_sequences.training.inputs import RunInputs, load_inputs
+from experiments.synthetic_sequences.training.model_setup import initial_model
 
 
 def bare_loop(config, inputs: RunInputs, batches: list) -> float:

@@ -25,9 +25,9 @@ from bench.common import BenchResult, Figure, default_config, print_result, prog
 from core.disentanglement.batching import BatchSchedule, RecordBatcher, SpecialTokens
 from core.disentanglement.records import read_records
 from core.disentanglement.zfree import ZFreeTrainConfig, score_records, train_zfree
-from experiments.synthetic_sequences.disentangled.config import OptimConfig, TrainConfig
-from experiments.synthetic_sequences.disentangled.grid import PATH_FIELDS
 from experiments.synthetic_sequences.generate import SequenceConfig, generate
+from experiments.synthetic_sequences.planning.grid import PATH_FIELDS
+from experiments.synthetic_sequences.training.settings import OptimConfig, TrainConfig
 
 
 def cvae_padding_share(batcher: RecordBatcher, optim: OptimConfig, groups: int) -> float:

@@ -8,25 +8,25 @@ from core.disentanglement.checks import check_heads_divide_width
 from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
 from core.disentanglement.cli import format_pairs
 from core.disentanglement.registry import alternation
-from experiments.synthetic_sequences.disentangled.grid import (
+from experiments.synthetic_sequences.planning.grid import (
     FAMILY_PATTERN,
     cli_arguments,
     control_families,
     expand_grid,
     modes_used,
 )
-from experiments.synthetic_sequences.disentangled.bindings import GRID_FILE, write_grid
-from experiments.synthetic_sequences.disentangled.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
-from experiments.synthetic_sequences.disentangled.pairing import check_pairings
+from experiments.synthetic_sequences.planning.bindings import GRID_FILE, write_grid
+from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
+from experiments.synthetic_sequences.planning.pairing import check_pairings
+from experiments.synthetic_sequences.run_layout import CHUNK_TEMPLATE, RUN_TEMPLATE, RUNS_FOLDER, run_directory
+from experiments.synthetic_sequences.splits import SCORED_SPLITS, SPLITS
 
-SPLITS = ("train", "val", "test")
-SCORED_SPLITS = ("train", "val")
 TABLES = ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict")
 TABLE_FORMATS = ("parquet", "csv", "md")
 CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown
 PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves")
-RUN = "{family}/{term}_{mode}_{alpha}/seed{seed}"
-CHUNK = "{family}/{term}_{mode}_{alpha}/seeds{chunk}"  # the seeds of one arm trained together (chunks.py)
+RUN = RUN_TEMPLATE  # a run directory under runs/, and its metrics file under metrics/ (run_layout)
+CHUNK = CHUNK_TEMPLATE  # the seeds of one arm trained together (chunks.py), the record of a training job
 # wildcard constraints from the registries: a new term or mode is one entry in core/disentanglement
 TERM_PATTERN = alternation(OPTIMISABLE_TERMS)
 MODE_PATTERN = alternation(AGGREGATION_MODES)
@@ -121,7 +121,7 @@ def chunk_runs(wildcards):
 def chunk_flags(wildcards):
     """--seed and --run-dir of a chunk's runs, pairwise."""
     runs = chunk_runs(wildcards)
-    folders = [shlex.quote(results(f"runs/{spec.path}")) for spec in runs]
+    folders = [shlex.quote(run_directory(config["results"], spec.path)) for spec in runs]
     return f"--seed {' '.join(str(spec.seed) for spec in runs)} --run-dir {' '.join(folders)}"
 
 
@@ -130,11 +130,11 @@ def run_chunk(wildcards):
     spec = GRID.get(RUN.format(**wildcards))
     if spec is None:
         raise ValueError(f"run {RUN.format(**wildcards)} is not in the config's grid")
-    return results(f"runs/{chunk_path(spec, seeds_per_job())}.json")
+    return results(f"{RUNS_FOLDER}/{chunk_path(spec, seeds_per_job())}.json")
 
 
 def run_folder(wildcards):
-    return results(f"runs/{RUN.format(**wildcards)}")
+    return run_directory(config["results"], RUN.format(**wildcards))
 
 
 def family_flags(wildcards):

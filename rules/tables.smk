@@ -16,7 +16,7 @@ rule extract_metrics:
     params:
         run_dir=run_folder,
     shell:
-        "python -m experiments.synthetic_sequences.disentangled.tables extract --run-dir {params.run_dir:q} --out {output:q} > {log:q} 2>&1"
+        "python -m experiments.synthetic_sequences.analysis.tables extract --run-dir {params.run_dir:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule aggregate_tables:
@@ -43,7 +43,7 @@ rule aggregate_tables:
         control_of=control_pairs(),
         inputs=input_flags(),
     shell:
-        "python -m experiments.synthetic_sequences.disentangled.tables aggregate --metrics {input.metrics:q} "
+        "python -m experiments.synthetic_sequences.analysis.tables aggregate --metrics {input.metrics:q} "
         "--data-summary {input.summary:q} --references {input.references:q} --control-of {params.control_of:q} "
         "--grid {input.grid:q} {params.inputs} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
@@ -68,6 +68,6 @@ rule plots:
         out_dir=output_folder,
         control_of=control_pairs(),
     shell:
-        "python -m experiments.synthetic_sequences.disentangled.plots --runs {input.runs:q} "
+        "python -m experiments.synthetic_sequences.analysis.plots --runs {input.runs:q} "
         "--mean-vs-sum {input.mean_vs_sum:q} --curves {input.curves:q} --control-of {params.control_of:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"

@@ -9,9 +9,9 @@ rule train_run:
         reference=results("reference/{mode}.json"),
         warm_start=warm_start_checkpoint,
     output:
-        # the chunk's record, written last; each seed's own files (run_config.json, metrics.jsonl, model.pt,
-        # eval.json, metadata.json) are the trainer's, in its run directory, checked by extract_metrics
-        results(f"runs/{CHUNK}.json"),
+        # the chunk's record, written last; each seed's own files (run_layout.RUN_OUTPUTS) are the trainer's, in
+        # its run directory, checked by extract_metrics
+        results(f"{RUNS_FOLDER}/{CHUNK}.json"),
     log:
         results(f"logs/train_run/{CHUNK}.log"),
     benchmark:
@@ -30,7 +30,7 @@ rule train_run:
         seeds=chunk_flags,
         family=family_flags,
     shell:
-        "python -m experiments.synthetic_sequences.disentangled.train_disentangled --threads {threads} "
+        "python -m experiments.synthetic_sequences.training.train_disentangled --threads {threads} "
         "--train-records {input.train:q} --val-records {input.val:q} --test-records {input.test:q} "
         "--train-scores {input.train_scores:q} --val-scores {input.val_scores:q} --reference {input.reference:q} "
         "--reconstruction-loss-token-aggregation-mode {wildcards.mode:q} --reconstruction-term {wildcards.term:q} "

@@ -54,7 +54,7 @@ def io_flags(data_dir, scored, references):
     return flags
 
 
-LOCK_HOLDER = "import sys, time; from pathlib import Path; from experiments.synthetic_sequences.disentangled.run_lock import run_lock\n"
+LOCK_HOLDER = "import sys, time; from pathlib import Path; from experiments.synthetic_sequences.training.run_lock import run_lock\n"
 LOCK_HOLDER += "with run_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)\n"
 
 

@@ -14,9 +14,9 @@ from core.disentanglement.artifacts import write_json
 from core.disentanglement.batching import BatchSchedule, RecordBatcher, SpecialTokens
 from core.disentanglement.records import read_records
 from core.disentanglement.reference import build_reference
-from experiments.synthetic_sequences.disentangled.config import OptimConfig
-from experiments.synthetic_sequences.disentangled.cvae_run import train
-from experiments.synthetic_sequences.disentangled.grid import expand_grid
+from experiments.synthetic_sequences.planning.grid import expand_grid
+from experiments.synthetic_sequences.training.cvae_run import train
+from experiments.synthetic_sequences.training.settings import OptimConfig
 
 
 @pytest.mark.parametrize("runs", [10, 100, 5000])
@@ -74,6 +74,6 @@ def test_synthesised_runs_go_through_the_real_extraction_and_aggregation(data_di
 
 def test_the_run_grid_and_the_tables_load_without_torch():
     """The Snakefile imports the grid at every parse, and every extraction job imports the tables: neither pays for torch."""
-    code = "import sys, experiments.synthetic_sequences.disentangled.grid, experiments.synthetic_sequences.disentangled.tables; "
+    code = "import sys, experiments.synthetic_sequences.planning.grid, experiments.synthetic_sequences.analysis.tables; "
     code += "print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

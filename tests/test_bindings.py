@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from experiments.synthetic_sequences.disentangled.bindings import (
+from experiments.synthetic_sequences.planning.bindings import (
     BindingError,
     check_against_grid,
     check_inputs,
@@ -13,7 +13,7 @@ from experiments.synthetic_sequences.disentangled.bindings import (
     parse_input,
     write_grid,
 )
-from experiments.synthetic_sequences.disentangled.grid import expand_grid
+from experiments.synthetic_sequences.planning.grid import expand_grid
 
 FAMILIES = {
     "main": {

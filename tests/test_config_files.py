@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.synthetic_sequences.disentangled.config_files import DuplicateKeyError, check_config_files
+from experiments.synthetic_sequences.planning.config_files import DuplicateKeyError, check_config_files
 
 ROOT = Path(__file__).resolve().parents[1]
 

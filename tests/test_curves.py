@@ -6,15 +6,15 @@ import math
 import pytest
 
 from core.disentanglement.artifacts import sha256_file
-from experiments.synthetic_sequences.disentangled.curves import (
+from experiments.synthetic_sequences.analysis.curves import (
     MI_FLOOR,
     TAKEUP_THRESHOLD,
     convergence,
     last_quarter_change,
-    train_diagnostics,
 )
-from experiments.synthetic_sequences.disentangled.run_files import validation_rows
-from experiments.synthetic_sequences.disentangled.tables import aggregate, curves_table, run_metrics, runs_table, write_metrics
+from experiments.synthetic_sequences.analysis.run_files import validation_rows
+from experiments.synthetic_sequences.analysis.tables import aggregate, curves_table, run_metrics, runs_table, write_metrics
+from experiments.synthetic_sequences.training.train_step import train_diagnostics
 
 
 def curve(recon, mi, every=100):

@@ -6,17 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.synthetic_sequences.disentangled.grid import (
-    GridError,
-    RunSpec,
-    cli_arguments,
-    expand_grid,
-    format_alpha,
-    parse_run_key,
-    parse_run_path,
-    run_key,
-)
-from experiments.synthetic_sequences.disentangled.pairing import check_pairings
+from experiments.synthetic_sequences.planning.grid import RunSpec, cli_arguments, expand_grid
+from experiments.synthetic_sequences.planning.pairing import check_pairings
+from experiments.synthetic_sequences.run_layout import GridError, format_alpha, parse_run_key, parse_run_path, run_key
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Check, don't trust: each input a run can be handed wrongly, and each state a run directory can be left in.
 
-One test per case of issue 12, each with the failing input; the refusals are one line naming the file and the field.
+One test per way an input can be wrong, each with the failing input; the refusals are one line naming the file and the field.
 """
 
 import errno
@@ -22,11 +22,11 @@ from pandas.testing import assert_frame_equal
 from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.scores import read_scores, write_scores
 from core.disentanglement.zfree import train_zfree
-from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
-from experiments.synthetic_sequences.disentangled.run_state import MetricsLog, load_resume, save_resume
-from experiments.synthetic_sequences.disentangled.tables import main as tables_main
-from experiments.synthetic_sequences.disentangled.tables import run_metrics
-from experiments.synthetic_sequences.disentangled.train_disentangled import main
+from experiments.synthetic_sequences.analysis.tables import main as tables_main
+from experiments.synthetic_sequences.analysis.tables import run_metrics
+from experiments.synthetic_sequences.run_layout import RESUME, RUN_OUTPUTS
+from experiments.synthetic_sequences.training.run_state import MetricsLog, load_resume, save_resume
+from experiments.synthetic_sequences.training.train_disentangled import main
 from tests.conftest import TINY, hold_run_lock
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +69,7 @@ def finished_run(io_flags, tmp_path_factory):
 
 
 def bad_inputs(case: str, io_flags, scored, references, tmp_path) -> tuple[list[str], str]:
-    """(trainer flags with one input made wrong, the refusal expected) for each case of issue 12."""
+    """(trainer flags with one input made wrong, the refusal expected) for each way an input can be wrong."""
     train, val, mean_reference = scored / "train.parquet", scored / "val.parquet", references / "mean.json"
     c_base = json.loads(mean_reference.read_text())["c_base"]
     scores, reference = tmp_path / "train.parquet", tmp_path / "reference.json"
@@ -173,7 +173,7 @@ def test_a_hybrid_of_normalised_and_unnormalised_terms_says_so(io_flags, tmp_pat
 @pytest.fixture
 def saved_state(tmp_path):
     model = torch.nn.Linear(2, 2)
-    path = tmp_path / RESUME_FILE
+    path = tmp_path / RESUME
     (tmp_path / "metrics.partial.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
     save_resume(path, 3, model, torch.optim.AdamW(model.parameters()), {}, {"0": 2}, {"beta": 0.1}, {"reference": "abc"})
     return path
@@ -237,7 +237,7 @@ def test_the_metrics_log_appends_and_a_resumed_log_keeps_only_the_rows_its_state
 
 def interrupt_at_step(flags: list[str], step: int) -> None:
     """Run the trainer CLI and send it SIGUSR1 (Slurm's warning before a time limit) once it logs `step`."""
-    command = [sys.executable, "-m", "experiments.synthetic_sequences.disentangled.train_disentangled", *flags]
+    command = [sys.executable, "-m", "experiments.synthetic_sequences.training.train_disentangled", *flags]
     process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     for line in process.stderr:
         if f" step {step}/" in line:  # "raw_mean_0 seeds 0 step 5/60 ..."
@@ -254,7 +254,7 @@ def test_a_run_whose_inputs_changed_after_an_interruption_starts_fresh(io_flags,
     shutil.copytree(finished_run, run)
     flags = [*io_flags("mean", run), *TINY_RUN, "--steps", "60", "--checkpoint-every", "2", "--reconstruction-term", "raw"]
     interrupt_at_step(flags, 5)
-    assert (run / RESUME_FILE).is_file()
+    assert (run / RESUME).is_file()
     assert not (run / "eval.json").exists() and not (run / "model.pt").exists()  # the earlier run's outputs were removed
     with pytest.raises(ValueError, match="holds resume.pt: the run is unfinished or was interrupted"):
         run_metrics(run)
@@ -403,7 +403,7 @@ def test_the_trainer_refuses_a_thread_count_below_one(io_flags, tmp_path, capsys
 def test_a_finished_run_records_the_hash_of_every_output(finished_run):
     outputs_sha256 = json.loads((finished_run / "metadata.json").read_text())["outputs_sha256"]
     assert outputs_sha256 == {name: sha256_file(finished_run / name) for name in RUN_OUTPUTS if name != "metadata.json"}
-    assert not (finished_run / RESUME_FILE).exists()
+    assert not (finished_run / RESUME).exists()
 
 
 def test_the_same_training_gives_byte_identical_checkpoints(io_flags, data_dir, tmp_path):

@@ -38,3 +38,90 @@ def test_the_snakefile_imports_load_no_torch():
     probe = "; ".join(f"import {name}" for name in modules) + "; import sys; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-X", "importtime", "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False", [line for line in result.stderr.splitlines() if "torch" in line][:5]
+
+
+def project_imports(path: Path) -> set[str]:
+    """The project modules a source file imports (core.*, experiments.*), as dotted names of modules."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)  # `from package import module`
+    return {name for name in names if name.split(".")[0] in ("core", "experiments")}
+
+
+def module_graph() -> dict[str, set[str]]:
+    modules = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        for folder in ("core", "experiments")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+    }
+    graph = {}
+    for name, path in modules.items():
+        graph[name] = {imported for imported in project_imports(path) if imported in modules and imported != name}
+    return graph
+
+
+def test_no_import_cycles():
+    graph, cycles, done = module_graph(), [], set()
+
+    def visit(name: str, stack: list[str]) -> None:
+        if name in stack:
+            cycles.append(" -> ".join(stack[stack.index(name) :] + [name]))
+            return
+        if name in done:
+            return
+        for imported in sorted(graph[name]):
+            visit(imported, [*stack, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+    assert not cycles
+
+
+PACKAGE = "experiments.synthetic_sequences"
+# which rooms a room may import: training and analysis never read each other; planning reads only the trainer's settings
+ALLOWED = {
+    "training": {"training"},
+    "planning": {"planning", "training.settings"},
+    "analysis": {"analysis", "planning"},
+}
+
+
+def test_training_analysis_and_planning_import_only_what_the_readme_says():
+    wrong = []
+    for name, imported in module_graph().items():
+        room = name.removeprefix(f"{PACKAGE}.").split(".")[0]
+        if not name.startswith(PACKAGE) or room not in ALLOWED:
+            continue
+        for target in imported:
+            other = target.removeprefix(f"{PACKAGE}.")
+            if target.startswith(PACKAGE) and other.split(".")[0] in ALLOWED:
+                if not any(other == allowed or other.startswith(f"{allowed}.") for allowed in ALLOWED[room]):
+                    wrong.append(f"{name} imports {target}")
+    assert not wrong
+
+
+def test_the_shared_modules_load_no_torch_or_pandas():
+    """What the Snakefile and every rule may import: the planner, the run layout, the metric registry, the settings."""
+    modules = [f"{PACKAGE}.{name}" for name in ("planning.grid", "planning.chunks", "planning.bindings", "planning.slurm_jobs")]
+    modules += [f"{PACKAGE}.{name}" for name in ("run_layout", "metrics", "splits", "training.settings")]
+    probe = "; ".join(f"import {name}" for name in modules) + "; import sys; print('torch' in sys.modules, 'pandas' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False False"
+
+
+def test_the_run_directory_and_the_metric_names_have_one_home():
+    """No module but run_layout spells a run file's name, and no list of metric names is kept outside the registry."""
+    from experiments.synthetic_sequences.run_layout import PARTIAL_METRICS_LOG, RESUME, RUN_OUTPUTS
+
+    spelled = []
+    for path in SOURCES:
+        if path.parts[len(ROOT.parts)] == "bench" or path.name == "run_layout.py":
+            continue
+        text = path.read_text()
+        spelled += [f"{path.relative_to(ROOT)}: {name}" for name in (*RUN_OUTPUTS, PARTIAL_METRICS_LOG, RESUME) if f'"{name}"' in text]
+    assert not spelled

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from core.disentanglement.lockstep import SeedStack
-from experiments.synthetic_sequences.disentangled import model_setup
-from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE
-from experiments.synthetic_sequences.disentangled.inputs import load_inputs
-from experiments.synthetic_sequences.disentangled.train_disentangled import main, parse_config
+from experiments.synthetic_sequences.run_layout import RESUME
+from experiments.synthetic_sequences.training import model_setup
+from experiments.synthetic_sequences.training.inputs import load_inputs
+from experiments.synthetic_sequences.training.train_disentangled import main, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--d-model", "32", "--n-layer", "1", "--n-head", "2", "--num-codes", "3", "--batch-size", "16", "--length-groups", "2"]
@@ -97,7 +97,7 @@ def test_a_seed_driven_to_a_non_finite_loss_stops_alone(io_flags, lone_seed_1, t
 
 
 def interrupt_at_step(flags: list[str], step: int) -> None:
-    command = [sys.executable, "-m", "experiments.synthetic_sequences.disentangled.train_disentangled", *flags]
+    command = [sys.executable, "-m", "experiments.synthetic_sequences.training.train_disentangled", *flags]
     process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     for line in process.stderr:
         if f" step {step}/" in line:
@@ -113,7 +113,7 @@ def test_an_interrupted_chunk_resumes_to_the_same_bytes(io_flags, tmp_path):
     main(chunk_flags(io_flags, "mean", tmp_path / "whole", [0, 3], 40, *extra))
     flags = chunk_flags(io_flags, "mean", tmp_path / "cut", [0, 3], 40, *extra)
     interrupt_at_step(flags, 5)
-    assert (tmp_path / "cut" / "seed0" / RESUME_FILE).is_file()
+    assert (tmp_path / "cut" / "seed0" / RESUME).is_file()
     main(flags)
     for seed in ("seed0", "seed3"):
         for name in ("metrics.jsonl", "eval.json"):
@@ -121,7 +121,7 @@ def test_an_interrupted_chunk_resumes_to_the_same_bytes(io_flags, tmp_path):
         whole, cut = (torch.load(tmp_path / run / seed / "model.pt", weights_only=True)["model"] for run in ("whole", "cut"))
         assert all(torch.equal(whole[name], cut[name]) for name in whole)  # the files differ only in the run_dir they record
         assert json.loads((tmp_path / "cut" / seed / "metadata.json").read_text())["resumed_from_step"] >= 5  # saved at the signal
-    assert not (tmp_path / "cut" / "seed0" / RESUME_FILE).exists()
+    assert not (tmp_path / "cut" / "seed0" / RESUME).exists()
 
 
 def test_a_grown_chunk_trains_only_its_new_seeds(io_flags, tmp_path, capsys):

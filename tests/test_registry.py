@@ -3,14 +3,16 @@
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from core.disentanglement import losses
 from core.disentanglement.config import AGGREGATION_MODES, NORMALISED_TERMS, OPTIMISABLE_TERMS, RECONSTRUCTION_TERMS, TOKEN_WEIGHTED_TERMS
 from core.disentanglement.registry import HYBRID, MODELS, TERMS
-from experiments.synthetic_sequences.disentangled.config import CONTROLS, ModelConfig, TrainConfig
-from experiments.synthetic_sequences.disentangled.grid import SETTABLE_FIELDS
-from experiments.synthetic_sequences.disentangled.train_disentangled import build_parser
+from experiments.synthetic_sequences.planning.grid import SETTABLE_FIELDS, expand_grid
+from experiments.synthetic_sequences.run_layout import GridError
+from experiments.synthetic_sequences.training.settings import CONTROLS, ModelConfig, TrainConfig
+from experiments.synthetic_sequences.training.train_disentangled import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = yaml.safe_load((ROOT / "config" / "schema" / "config.schema.yaml").read_text())
@@ -25,8 +27,14 @@ def test_term_lists_are_built_from_the_registry():
     assert all("_" not in name for name in OPTIMISABLE_TERMS)  # a run key term_mode_alpha must parse back
 
 
+def test_a_family_of_no_registered_model_is_refused_naming_the_registered_ones():
+    assert "enum" not in FAMILY["model"]  # a new family is a module and a registry entry, not a schema edit too
+    families = {"f": {"model": "transformer", "runs": [{"term": "raw", "modes": ["mean"]}]}}
+    with pytest.raises(GridError, match=r"model: 'transformer' is not allowed; allowed values: shared_discrete, continuous"):
+        expand_grid(families, 1)
+
+
 def test_the_schema_enums_are_the_registries():
-    assert FAMILY["model"]["enum"] == list(MODELS)
     assert FAMILY["controls"]["enum"] == list(CONTROLS)
     assert FAMILY["hybrid"]["propertyNames"]["enum"] == list(TERMS)
     run = FAMILY["runs"]["items"]["properties"]

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from experiments.synthetic_sequences.disentangled.run_lock import LOCK_FILE, RunDirectoryBusy, run_lock
+from experiments.synthetic_sequences.training.run_lock import LOCK_FILE, RunDirectoryBusy, run_lock
 from tests.conftest import hold_run_lock
 
 

@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments.synthetic_sequences.disentangled.grid import parse_run_path
-from experiments.synthetic_sequences.disentangled.slurm_jobs import runs_of_slurm_job
+from experiments.synthetic_sequences.planning.slurm_jobs import runs_of_slurm_job
+from experiments.synthetic_sequences.run_layout import parse_run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slurm

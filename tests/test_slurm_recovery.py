@@ -11,8 +11,8 @@ import pytest
 from snakemake_executor_plugin_slurm.utils import get_job_wildcards
 from snakemake_interface_executor_plugins.utils import TargetSpec, encode_target_jobs_cli_args
 
-from experiments.synthetic_sequences.disentangled.grid import GridError, parse_run_path
-from experiments.synthetic_sequences.disentangled.slurm_jobs import CHUNK_WILDCARDS, parse_job_comment, runs_of_slurm_job
+from experiments.synthetic_sequences.planning.slurm_jobs import CHUNK_WILDCARDS, parse_job_comment, runs_of_slurm_job
+from experiments.synthetic_sequences.run_layout import GridError, parse_run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

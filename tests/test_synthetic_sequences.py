@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from core.disentanglement.records import RecordsError, read_records, write_records
-from experiments.synthetic_sequences.generate import SPLITS, SequenceConfig, generate, generate_split, length_only_accuracy, main
+from experiments.synthetic_sequences.generate import SequenceConfig, generate, generate_split, length_only_accuracy, main
+from experiments.synthetic_sequences.splits import SPLITS
 from experiments.synthetic_sequences.tasks import EOS, TASKS, VOCAB, ParseError, parse_output
 
 SMALL = SequenceConfig(seed=3, n_train=600, n_val=200, n_test=200)

@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from experiments.synthetic_sequences.disentangled.contrasts import contrast_table
-from experiments.synthetic_sequences.disentangled.inference import paired_seeds_needed, t_interval
-from experiments.synthetic_sequences.disentangled.plots import make_plots
-from experiments.synthetic_sequences.disentangled.tables import aggregate_table
+from experiments.synthetic_sequences.analysis.contrasts import contrast_table
+from experiments.synthetic_sequences.analysis.inference import paired_seeds_needed, t_interval
+from experiments.synthetic_sequences.analysis.plots import make_plots
+from experiments.synthetic_sequences.analysis.tables import aggregate_table
 
 CONTROL_OF = {"main-scale": "main", "main-balance": "main"}
 T_975 = {1: 12.706204736174698, 2: 4.302652729911275, 3: 3.182446305284263}  # t(0.975, df) from a printed table

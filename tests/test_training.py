@@ -14,10 +14,10 @@ from core.disentanglement.decoder import Decoder, DecoderConfig, warm_start
 from core.disentanglement.records import read_records
 from core.disentanglement.scores import read_scores
 from core.disentanglement.training import NonFiniteLoss
-from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
-from experiments.synthetic_sequences.disentangled.model_setup import build_model, parameter_groups
-from experiments.synthetic_sequences.disentangled.train_disentangled import main, parse_config
-from experiments.synthetic_sequences.disentangled.train_step import Objective, objective, train_step
+from experiments.synthetic_sequences.run_layout import RESUME, RUN_OUTPUTS
+from experiments.synthetic_sequences.training.model_setup import build_model, parameter_groups
+from experiments.synthetic_sequences.training.train_disentangled import main, parse_config
+from experiments.synthetic_sequences.training.train_step import Objective, objective, train_step
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ["--d-model", "32", "--n-layer", "1", "--n-head", "2", "--num-codes", "3", "--latent-dim", "3", "--batch-size", "32"]
@@ -73,7 +73,7 @@ def test_mode_flips_only_the_reconstruction_family(batch_and_base, model_name):
 def test_the_auxiliary_terms_add_the_same_amount_to_the_loss_in_both_modes(batch_and_base, model_name):
     """loss(with auxiliary weights) - loss(without) is sum_k w_k aux_k, in mean and in sum alike.
 
-    This test fails under issue 12's mutation, the auxiliary contribution scaled by the batch's mean n_i under sum
+    This test fails under the mutation that scales the auxiliary contribution by the batch's mean n_i under sum
     (`loss = loss + weight * output.auxiliary[name] * (counts.mean() if reconstruction.mode == "sum" else 1)` in
     train_step.objective): the sum-mode difference is then about 11 times the mean-mode one on this batch.
     """
@@ -235,11 +235,11 @@ def test_short_run_writes_every_artifact(io_flags, tmp_path, model_name):
     assert {"overall", "within_task", "within_length_bucket", "shuffled_label_baseline"} <= separation.keys()
     assert set(separation["within_task"]) == {"add", "sort", "count"}
     assert 0 <= evaluation["samples"]["parse_rate"] <= 1
-    assert (run / "model.pt").is_file() and not (run / RESUME_FILE).exists()
+    assert (run / "model.pt").is_file() and not (run / RESUME).exists()
 
 
 def trainer_command(flags):
-    return [sys.executable, "-m", "experiments.synthetic_sequences.disentangled.train_disentangled", *flags]
+    return [sys.executable, "-m", "experiments.synthetic_sequences.training.train_disentangled", *flags]
 
 
 @pytest.mark.slow
@@ -261,9 +261,9 @@ def test_resume_after_a_stop_ends_like_an_uninterrupted_run(io_flags, tmp_path, 
             break
     process.stderr.read()
     assert process.wait(timeout=300) == (128 + stop if stop == signal.SIGTERM else -stop)
-    assert (interrupted / RESUME_FILE).is_file() and not (interrupted / "eval.json").exists()
+    assert (interrupted / RESUME).is_file() and not (interrupted / "eval.json").exists()
     if stop == signal.SIGKILL:  # rows after the last checkpoint are in the log, to be cut on resume
-        rows_logged = torch.load(interrupted / RESUME_FILE, weights_only=False)["rows_logged"]["0"]  # seed 0, the chunk's one seed
+        rows_logged = torch.load(interrupted / RESUME, weights_only=False)["rows_logged"]["0"]  # seed 0, the chunk's one seed
         assert (interrupted / "metrics.partial.jsonl").read_text().count("\n") > rows_logged
     for name in RUN_OUTPUTS:  # as snakemake deletes a failed job's declared outputs before its retry
         (interrupted / name).unlink(missing_ok=True)

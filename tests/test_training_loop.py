@@ -9,7 +9,7 @@ import torch
 from core.disentanglement.cli import add_settings_flags, format_pairs, parse_pairs
 from core.disentanglement.schedule import warmup_cosine
 from core.disentanglement.training import LoopSchedule, NonFiniteLoss, TrainingLoop
-from experiments.synthetic_sequences.disentangled.config import TrainConfig
+from experiments.synthetic_sequences.training.settings import TrainConfig
 
 PATHS = {name: "x" for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference", "run_dir")}
 

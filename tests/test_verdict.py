@@ -5,9 +5,9 @@ import re
 import pandas as pd
 import pytest
 
-from experiments.synthetic_sequences.disentangled.contrasts import arm_table, contrast_table
-from experiments.synthetic_sequences.disentangled.verdict import verdict_table
-from experiments.synthetic_sequences.disentangled.verdict_text import verdict_markdown
+from experiments.synthetic_sequences.analysis.contrasts import arm_table, contrast_table
+from experiments.synthetic_sequences.analysis.verdict import verdict_table
+from experiments.synthetic_sequences.analysis.verdict_text import verdict_markdown
 
 CONTROL_OF = {"main-scale": "main", "main-balance": "main"}
 ARMS = {"mean": ("main", "none", "mean"), "sum": ("main", "none", "sum"), "scale": ("main-scale", "scale", "mean")}

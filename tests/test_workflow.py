@@ -17,7 +17,7 @@ import torch
 import yaml
 
 from core.disentanglement.scores import read_scores
-from experiments.synthetic_sequences.disentangled.slurm_jobs import slurm_client_without_controller
+from experiments.synthetic_sequences.planning.slurm_jobs import slurm_client_without_controller
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]

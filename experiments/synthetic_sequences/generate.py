@@ -25,9 +25,9 @@ import pandas as pd
 from core.disentanglement.artifacts import write_json
 from core.disentanglement.cli import add_settings_flags, setting
 from core.disentanglement.records import write_records
+from experiments.synthetic_sequences.splits import SPLITS
 from experiments.synthetic_sequences.tasks import DIRECT, TASKS, VOCAB, render_output
 
-SPLITS = ("train", "val", "test")
 MAX_ITEMS = 9  # running counts are single digits
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
 
 from core.disentanglement.config import AggregationMode
 from core.disentanglement.losses import aggregate_tokens, concentration_factor
 from core.disentanglement.token_weighting import high_surprisal_weights, low_surprisal_weights
-from experiments.synthetic_sequences.disentangled.evaluate import latent_summary, posterior_pass, shuffled_z_rise
-from experiments.synthetic_sequences.disentangled.inputs import RunInputs
-from experiments.synthetic_sequences.disentangled.train_step import BATCH_EXTREMES, Objective, objective
+from experiments.synthetic_sequences.metrics import view
+from experiments.synthetic_sequences.training.evaluate import cluster_agreement, latent_summary, posterior_pass, shuffled_z_rise
+from experiments.synthetic_sequences.training.inputs import RunInputs
+from experiments.synthetic_sequences.training.train_step import Objective, objective
 
 EVAL_BATCH = 128
 # batch-level counts and extremes: a validation row takes them from the whole split instead (split_diagnostics)
-PER_BATCH_ONLY = ("tokens_mean", "tokens_min", "tokens_max", "reconstruction_to_kl", *BATCH_EXTREMES)
+PER_BATCH_ONLY = (*view("train_diagnostics"), "reconstruction_to_kl")
 
 
 def split_diagnostics(base: tuple[torch.Tensor, torch.Tensor], mode: AggregationMode, alpha: float) -> dict:
@@ -54,7 +54,7 @@ def validation_metrics(model, inputs: RunInputs, spec: Objective, seed: int, dev
 
     passed = posterior_pass(model, batcher, EVAL_BATCH, seed, device, score=score)
     strategy = records.frame["strategy"].to_numpy()
-    usage, assigned, _, information = latent_summary(model, passed, len(set(strategy)), seed)
+    usage, assigned, _, information = latent_summary(passed, len(set(strategy)), seed)
     result = passed["scored"]
     beta_kl = result["beta_kl"]
     recon = spec.reconstruction.reconstruction_scale * result["reconstruction_objective"]
@@ -66,6 +66,5 @@ def validation_metrics(model, inputs: RunInputs, spec: Objective, seed: int, dev
         **{name: value for name, value in usage.items() if name != "code_shares"},
         **shuffled_z_rise(passed),
         "strategy_information": information(np.arange(len(strategy)), strategy),
-        "nmi": float(normalized_mutual_info_score(strategy, assigned)),
-        "ami": float(adjusted_mutual_info_score(strategy, assigned)),
+        **cluster_agreement(strategy, assigned),
     }

@@ -7,8 +7,8 @@ import math
 
 import pandas as pd
 
-from experiments.synthetic_sequences.disentangled import verdict as rule
-from experiments.synthetic_sequences.disentangled.contrasts import PRIMARY, arms
+from experiments.synthetic_sequences.analysis import verdict as rule
+from experiments.synthetic_sequences.analysis.contrasts import PRIMARY, arms
 
 DECISIVE_ENDPOINTS = ("take-up", "separation")  # the question's two outcomes: the seeds line sizes the pilot for them
 

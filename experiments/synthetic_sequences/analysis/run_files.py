@@ -6,49 +6,47 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file
-from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE, RUN_OUTPUTS
+from experiments.synthetic_sequences.metrics import bounds
+from experiments.synthetic_sequences.run_layout import (
+    EVALUATION,
+    FINISHED,
+    METADATA,
+    METRICS_LOG,
+    MODEL,
+    RUN_CONFIG,
+    RunLayout,
+    finished_at,
+)
 
 RUN_CONFIG_GROUPS = ("reconstruction", "model", "run")  # the groups of run_config.json that extraction reads
-EXTRACTED = ("metadata.json", "eval.json", "run_config.json", "metrics.jsonl")  # the run files extraction reads
+EXTRACTED = (METADATA, EVALUATION, RUN_CONFIG, METRICS_LOG)  # the run files extraction reads
 EVAL_SECTIONS = ("latent_usage", "strategy_separation", "samples")
-# the value of a validation row's split, in any key order or spacing: only the lines holding it are parsed (the train
-# rows, one per step, are never split or parsed; they made up nearly all of a run's extraction time)
-VAL_VALUE = b'"val"'
 
 # the values the verdict and the tables read, and what each can be (a float's residue of -1e-9 is not a refusal)
 SLACK = 1e-6
-RANGES = {
-    "mutual_information": (0.0, math.inf),
-    "strategy_information": (0.0, 1.0),
-    "kl": (0.0, math.inf),
-    "recon_nll_per_token": (0.0, math.inf),
-    "nmi": (0.0, 1.0),
-    "ari": (-1.0, 1.0),
-    "ami": (-1.0, 1.0),
-    "probe_accuracy": (0.0, 1.0),
-    "parse_rate": (0.0, 1.0),
-    "answer_accuracy": (0.0, 1.0),
-}
+RANGES = bounds()
 VALIDATION_KEYS = ("step", "mutual_information", "recon_nll_per_token")  # what the take-up event and convergence read
 
 
+def metrics_records(text: bytes, path: Path) -> list[dict]:
+    """Every line of a metrics.jsonl as a JSON record, in one parse of the whole file (one json.loads per line costs
+    most of a run's extraction time)."""
+    lines = text.rstrip(b"\n").split(b"\n") if text.strip() else []
+    records = parse_json(b"[" + b",".join(lines) + b"]", path)
+    if len(records) != len(lines):
+        raise ValueError(f"{path}: a line holds more than one JSON value; each line is one record")
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: line {number} is {record!r:.80}, not a JSON record")
+    return records
+
+
 def validation_rows(text: bytes, path: Path) -> list[dict]:
-    """The validation rows of a metrics.jsonl, each parsed as a JSON record and checked to be one."""
-    rows = []
-    found = text.find(VAL_VALUE)
-    while found != -1:
-        start, end = text.rfind(b"\n", 0, found) + 1, text.find(b"\n", found)
-        end = len(text) if end == -1 else end
-        row = parse_json(text[start:end], path)
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}: line {text[start:end][:80]!r} is not a JSON record")
-        if row.get("split") == "val":
-            rows.append(row)
-        found = text.find(VAL_VALUE, end)
+    """The validation rows of a metrics.jsonl (split "val"), each checked to hold what the take-up event reads."""
+    rows = [row for row in metrics_records(text, path) if row.get("split") == "val"]
     for row in rows:
         missing = [key for key in VALIDATION_KEYS if key not in row]
         if missing:
@@ -94,11 +92,9 @@ def read_json(path: str | Path) -> dict:
 
 def check_finished(metadata: dict, path: Path) -> None:
     """`finished` is the trainer's timestamp of the run's end: anything else (false, null, '') is an unfinished run."""
-    finished = metadata.get("finished")
-    try:
-        datetime.fromisoformat(finished)
-    except (TypeError, ValueError):
-        raise ValueError(f"{path}: finished is {finished!r}, not the time the run finished: the run did not finish") from None
+    if finished_at(metadata) is None:
+        finished = metadata.get(FINISHED)
+        raise ValueError(f"{path}: {FINISHED} is {finished!r}, not the time the run finished: the run did not finish")
     if not isinstance(metadata.get("outputs_sha256"), dict):
         raise ValueError(f"{path} has no outputs_sha256: the run did not finish")
 
@@ -110,16 +106,17 @@ def read_finished_run(run_dir: Path) -> dict[str, bytes]:
     mixing one run's eval.json with another's run_config.json, or holding a truncated model.pt, is caught here. Each
     file is read once; model.pt, which extraction does not read, is hashed as it streams.
     """
-    if (run_dir / RESUME_FILE).exists():
-        raise ValueError(f"run directory {run_dir} holds {RESUME_FILE}: the run is unfinished or was interrupted")
-    missing = [name for name in RUN_OUTPUTS if not (run_dir / name).is_file()]
+    layout = RunLayout(run_dir)
+    if layout.resume.exists():
+        raise ValueError(f"run directory {run_dir} holds {layout.resume.name}: the run is unfinished or was interrupted")
+    missing = [name for name, path in layout.outputs.items() if not path.is_file()]
     if missing:
         raise FileNotFoundError(f"run directory {run_dir} lacks {', '.join(missing)}; is the run finished?")
-    files = {name: (run_dir / name).read_bytes() for name in EXTRACTED}
-    metadata = parse_json(files["metadata.json"], run_dir / "metadata.json")
-    check_finished(metadata, run_dir / "metadata.json")
-    digests = {name: hashlib.sha256(files[name]).hexdigest() for name in EXTRACTED if name != "metadata.json"}
-    digests["model.pt"] = sha256_file(run_dir / "model.pt")
+    files = {name: layout.outputs[name].read_bytes() for name in EXTRACTED}
+    metadata = parse_json(files[METADATA], layout.metadata)
+    check_finished(metadata, layout.metadata)
+    digests = {name: hashlib.sha256(files[name]).hexdigest() for name in EXTRACTED if name != METADATA}
+    digests[MODEL] = sha256_file(layout.model)
     for name, digest in digests.items():
         if digest != metadata["outputs_sha256"].get(name):
             raise ValueError(f"{run_dir / name}: sha256 differs from metadata.json's outputs_sha256; it is not this run's {name}")
@@ -128,7 +125,7 @@ def read_finished_run(run_dir: Path) -> dict[str, bytes]:
 
 def parse_run_config(text: bytes, run_dir: Path) -> dict:
     """run_config.json, refused in one line when it lacks a settings group (an older trainer wrote flat settings)."""
-    run_config = parse_json(text, run_dir / "run_config.json")
+    run_config = parse_json(text, RunLayout(run_dir).run_config)
     missing = [group for group in RUN_CONFIG_GROUPS if not isinstance(run_config.get(group), dict)]
     if missing:
         raise ValueError(

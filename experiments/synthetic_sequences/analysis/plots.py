@@ -1,6 +1,6 @@
 """Figures of the ablation, from the aggregate tables.
 
-    python -m experiments.synthetic_sequences.disentangled.plots --runs results/tables/runs.parquet \\
+    python -m experiments.synthetic_sequences.analysis.plots --runs results/tables/runs.parquet \\
         --mean-vs-sum results/tables/mean_vs_sum.parquet --curves results/tables/curves.parquet --out-dir results/plots
 
 takeup.png        per (family, term, alpha): the Kaplan-Meier curve of take-up over steps, a line per arm with its
@@ -28,9 +28,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from core.disentanglement.artifacts import atomic_path  # noqa: E402
-from experiments.synthetic_sequences.disentangled.contrasts import ONSET, PRIMARY  # noqa: E402
-from experiments.synthetic_sequences.disentangled.grid import parse_control_of  # noqa: E402
-from experiments.synthetic_sequences.disentangled.inference import kaplan_meier  # noqa: E402
+from experiments.synthetic_sequences.analysis.contrasts import ONSET, PRIMARY  # noqa: E402
+from experiments.synthetic_sequences.analysis.inference import kaplan_meier  # noqa: E402
+from experiments.synthetic_sequences.metrics import METRICS, view  # noqa: E402
+from experiments.synthetic_sequences.planning.grid import parse_control_of  # noqa: E402
 
 MODE_COLOURS = {"mean": "#4C72B0", "sum": "#DD8452"}
 COMPARISON_COLOURS = {
@@ -53,13 +54,6 @@ ARM_STYLES = {  # arm -> (colour, line style): a control is drawn in the colour 
     "sum": (MODE_COLOURS["sum"], "-"),
     "scale": (MODE_COLOURS["mean"], "--"),
     "balance": (MODE_COLOURS["sum"], "--"),
-}
-CURVE_METRICS = {
-    "mutual_information": "I(x;z) (nats)",
-    "strategy_information": "strategy information I(z;s)/H(s)",
-    "nmi": "NMI (argmax codes vs strategy)",
-    "shuffled_z_nll_rise_per_token": "shuffled-z NLL rise / token",
-    "recon_nll_per_token": "reconstruction NLL / token",
 }
 
 
@@ -124,13 +118,13 @@ def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
 
 
 def curves(table: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
-    """A row per (main family, term, alpha), a column per CURVE_METRICS entry; controls drawn in their parent's row."""
+    """A row per (main family, term, alpha), a column per metric of the curve_panels view; controls drawn in their parent's row."""
     keyed = table.assign(
         arm=arm_column(table),
         panel_family=table.family.map(lambda family: control_of.get(family, family)),
     )
     panels = sorted(keyed.groupby(["panel_family", "term", "alpha"]).groups)
-    metrics = [m for m in CURVE_METRICS if m in set(keyed.metric)]
+    metrics = [m for m in view("curve_panels") if m in set(keyed.metric)]
     fig, axes = plt.subplots(len(panels), len(metrics), figsize=(3.6 * len(metrics), 2.6 * len(panels)), squeeze=False)
     for (family, term, alpha), row_axes in zip(panels, axes, strict=True):
         panel = keyed[(keyed.panel_family == family) & (keyed.term == term) & (keyed.alpha == alpha)]
@@ -142,7 +136,7 @@ def curves(table: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
                 mean = arm_rows.groupby("step").value.mean()
                 ax.plot(mean.index, mean.to_numpy(), color=colour, ls=style, lw=2.2, label=arm)
             ax.set_title(f"{family} {term} a={alpha:g}", fontsize=8)
-            ax.set_ylabel(CURVE_METRICS[metric], fontsize=8)
+            ax.set_ylabel(METRICS[metric].label, fontsize=8)
             ax.set_xlabel("step", fontsize=8)
             ax.grid(alpha=0.3)
         row_axes[0].legend(fontsize=7)

@@ -1,8 +1,6 @@
 """The run grid of a pipeline config: families x runs x modes x seeds, and the run keys that name them.
 
-A run lives at runs/{family}/{term}_{mode}_{alpha}/seed{seed}. Term names hold
-no underscore and alpha is written canonically, so a key parses back to its
-parameters, and a mean run and a sum run can never share a directory.
+Each run's directory, key and files are run_layout's.
 
 Config shape (validated by config/schema/config.schema.yaml first):
 
@@ -24,7 +22,6 @@ Config shape (validated by config/schema/config.schema.yaml first):
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 from argparse import ArgumentTypeError
@@ -32,8 +29,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.disentanglement.cli import format_pairs, parse_pairs
-from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, parse_aggregation_mode
-from experiments.synthetic_sequences.disentangled.config import CONTROLS, INPUT_PATHS, SETTING_NAMES, TrainConfig
+from core.disentanglement.config import OPTIMISABLE_TERMS, parse_aggregation_mode
+from experiments.synthetic_sequences.run_layout import GridError, run_key, run_path
+from experiments.synthetic_sequences.training.settings import CONTROLS, INPUT_PATHS, SETTING_NAMES, TrainConfig
 
 # the required paths of a run (init_decoder is optional: "" starts from random weights)
 PATH_FIELDS = (*(name for name in INPUT_PATHS if name != "init_decoder"), "run_dir")
@@ -51,54 +49,9 @@ GRID_FIELDS = PATH_FIELDS + (
 )
 SETTABLE_FIELDS = tuple(name for name in SETTING_NAMES if name not in GRID_FIELDS)
 
-# a run directory: what a finished run holds (metadata.json is written last and marks it finished), and the state an
-# unfinished one leaves to resume from
-RUN_OUTPUTS = ("run_config.json", "metrics.jsonl", "model.pt", "eval.json", "metadata.json")
-RESUME_FILE = "resume.pt"
-
-CONTROL_MODE = {"scale": "mean", "balance": "sum"}  # each control is defined in one mode (design.md)
+CONTROL_MODE = {"scale": "mean", "balance": "sum"}  # each control is defined in one mode
 FAMILY_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{0,63}"  # a path component, short enough for any filesystem
 FAMILY_NAME = re.compile(f"^{FAMILY_PATTERN}$")
-
-
-class GridError(ValueError):
-    """A config whose run grid is not well formed; the message names the field."""
-
-
-def format_alpha(alpha: float) -> str:
-    """The canonical spelling of alpha in a run key: 0, 0.5, 1, 2.5 (no trailing zeros, no exponent for usual values)."""
-    alpha = float(alpha)
-    if not math.isfinite(alpha) or alpha < 0:
-        raise GridError(f"alpha: {alpha!r} is not allowed; it must be a finite number >= 0")
-    text = f"{alpha:.6f}".rstrip("0").rstrip(".")
-    if float(text) != alpha:
-        raise GridError(f"alpha: {alpha!r} needs more than 6 decimals; use a value that prints exactly")
-    return text
-
-
-def run_key(term: str, mode: str, alpha: float) -> str:
-    if term not in OPTIMISABLE_TERMS:
-        raise GridError(f"term: {term!r} is not allowed; allowed values: {', '.join(OPTIMISABLE_TERMS)}")
-    return f"{term}_{parse_aggregation_mode(mode, 'mode').value}_{format_alpha(alpha)}"
-
-
-def parse_run_key(key: str) -> tuple[str, str, float]:
-    """'tokcc_sum_1' -> ('tokcc', 'sum', 1.0); the inverse of run_key."""
-    parts = key.split("_")
-    if len(parts) != 3:
-        raise GridError(f"run key {key!r} is not term_mode_alpha")
-    term, mode, alpha_text = parts
-    if term not in OPTIMISABLE_TERMS or mode not in AGGREGATION_MODES:
-        raise GridError(
-            f"run key {key!r}: term must be one of {', '.join(OPTIMISABLE_TERMS)} and mode one of {', '.join(AGGREGATION_MODES)}"
-        )
-    try:
-        alpha = float(alpha_text)
-    except ValueError as err:
-        raise GridError(f"run key {key!r}: alpha {alpha_text!r} is not a number") from err
-    if format_alpha(alpha) != alpha_text:
-        raise GridError(f"run key {key!r}: alpha is not written canonically ({format_alpha(alpha)})")
-    return term, mode, alpha
 
 
 @dataclass(frozen=True)
@@ -121,8 +74,8 @@ class RunSpec:
 
     @property
     def path(self) -> str:
-        """Relative run path: {family}/{term}_{mode}_{alpha}/seed{seed}."""
-        return f"{self.family}/{self.key}/seed{self.seed}"
+        """The run's path under the runs folder (run_layout.RUN_TEMPLATE)."""
+        return run_path(self.family, self.term, self.mode, self.alpha, self.seed)
 
     def family_arguments(self) -> dict:
         """Trainer settings that come from the family (the run key supplies term, mode, alpha and seed)."""
@@ -161,15 +114,6 @@ def cli_arguments(arguments: Mapping) -> str:
             values = [str(value)]
         parts.append(" ".join([f"--{name.replace('_', '-')}", *map(shlex.quote, values)]))
     return " ".join(parts)
-
-
-def parse_run_path(path: str) -> dict:
-    """'{family}/{term}_{mode}_{alpha}/seed{seed}' (any prefix) -> its parameters."""
-    parts = path.rstrip("/").split("/")
-    if len(parts) < 3 or not parts[-1].startswith("seed") or not parts[-1][4:].isdigit():
-        raise GridError(f"run path {path!r} does not end in family/term_mode_alpha/seed<N>")
-    term, mode, alpha = parse_run_key(parts[-2])
-    return {"family": parts[-3], "term": term, "mode": mode, "alpha": alpha, "seed": int(parts[-1][4:])}
 
 
 def resolve_seeds(seeds: int | Sequence[int] | None, where: str) -> list[int]:

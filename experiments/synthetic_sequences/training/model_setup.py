@@ -10,8 +10,8 @@ from core.disentanglement.decoder import DecoderConfig, warm_start
 from core.disentanglement.lockstep import SeedStack
 from core.disentanglement.registry import MODELS
 from core.disentanglement.zfree import load_decoder
-from experiments.synthetic_sequences.disentangled.config import TrainConfig
-from experiments.synthetic_sequences.disentangled.inputs import RunInputs
+from experiments.synthetic_sequences.training.inputs import RunInputs
+from experiments.synthetic_sequences.training.settings import TrainConfig
 
 
 def build_model(config: TrainConfig, vocab_size: int, max_len: int) -> torch.nn.Module:

@@ -31,7 +31,6 @@ from core.disentanglement.losses import posterior_expectation
 from core.disentanglement.masking import zero_padding
 from core.disentanglement.records import Records
 from core.disentanglement.sampling import sample_outputs
-from core.disentanglement.shared_discrete_cvae import SharedDiscreteCVAE
 from experiments.synthetic_sequences.tasks import EOS, ParseError, parse_output
 
 LENGTH_BUCKETS = 3
@@ -135,6 +134,14 @@ def probe_accuracy(features: np.ndarray, labels: np.ndarray, seed: int) -> float
     return float(cross_val_score(probe, features, labels, cv=cv).mean())
 
 
+def cluster_agreement(labels: np.ndarray, assigned: np.ndarray) -> dict[str, float]:
+    """NMI and AMI of the assigned codes (or clusters) against the labels."""
+    return {
+        "nmi": float(normalized_mutual_info_score(labels, assigned)),
+        "ami": float(adjusted_mutual_info_score(labels, assigned)),
+    }
+
+
 def separation(assigned: np.ndarray, features: np.ndarray, strategy: np.ndarray, information: StrategyInformation, seed: int) -> dict:
     """strategy_information from the posterior itself; NMI, AMI and ARI of the argmax codes (or the k-means clusters of
     E_q[z]); the probe's accuracy from the posterior features."""
@@ -144,8 +151,7 @@ def separation(assigned: np.ndarray, features: np.ndarray, strategy: np.ndarray,
     return {
         "n": len(strategy),
         "strategy_information": information(rows, strategy),
-        "nmi": float(normalized_mutual_info_score(strategy, assigned)),
-        "ami": float(adjusted_mutual_info_score(strategy, assigned)),
+        **cluster_agreement(strategy, assigned),
         "ari": float(adjusted_rand_score(strategy, assigned)),
         "probe_accuracy": probe_accuracy(features, strategy, seed),
     }
@@ -167,10 +173,7 @@ def separation_report(assigned: np.ndarray, features: np.ndarray, information: S
 
     return {
         "overall": separation(assigned, features, strategy, information, seed),
-        "shuffled_label_baseline": {
-            "nmi": float(normalized_mutual_info_score(shuffled, assigned)),
-            "ami": float(adjusted_mutual_info_score(shuffled, assigned)),
-        },
+        "shuffled_label_baseline": cluster_agreement(shuffled, assigned),
         "within_task": {task: within(rows) for task, rows in frame.groupby("task").indices.items()},
         "within_length_bucket": {bucket: within(rows) for bucket, rows in frame.groupby(length_buckets(frame), sort=False).indices.items()},
     }
@@ -180,7 +183,7 @@ def sample_report(model, latents: torch.Tensor, records: Records, batcher: Recor
     """Per code: samples of y for the same test prompts; parse rate, answer accuracy, strategy consistency.
 
     by_length_bucket pools the codes: the parse rate and answer accuracy of the samples whose prompt's
-    reference y falls in each length bucket (a confound the note names: length may go with parse success).
+    reference y falls in each length bucket (a confound: length may go with parse success).
     """
     frame = records.frame
     chosen = np.sort(np.random.default_rng([seed, 3]).choice(len(frame), size=min(prompts, len(frame)), replace=False))
@@ -233,14 +236,15 @@ def sample_report(model, latents: torch.Tensor, records: Records, batcher: Recor
     }
 
 
-def latent_summary(model, passed: dict, num_strategies: int, seed: int) -> tuple[dict, np.ndarray, np.ndarray | None, StrategyInformation]:
+def latent_summary(passed: dict, num_strategies: int, seed: int) -> tuple[dict, np.ndarray, np.ndarray | None, StrategyInformation]:
     """(usage, the cluster of each example, the k-means centroids or None, strategy information) from a posterior pass.
 
-    Discrete: the argmax code, and q itself for the information. Continuous: a k-means of E_q[z] with one cluster per
-    strategy, and the Gaussian posteriors for the information.
+    The posterior's kind is the model output's (CVAEOutput): a categorical q over codes carries no log-variance, a
+    Gaussian one does, whatever family produced it. Categorical: the argmax code, and q itself for the information.
+    Gaussian: a k-means of E_q[z] with one cluster per strategy, and the Gaussian posteriors for the information.
     """
     features = passed["features"]
-    if isinstance(model, SharedDiscreteCVAE):
+    if passed["logvar"] is None:
         return discrete_usage(features), features.argmax(axis=1), None, lambda rows, labels: discrete_information(features[rows], labels)
     kmeans = KMeans(n_clusters=num_strategies, n_init=10, random_state=seed).fit(features)
 
@@ -261,7 +265,7 @@ def shuffled_z_rise(passed: dict) -> dict:
 def evaluate(model, records: Records, batcher: RecordBatcher, *, seed: int, prompts_per_code: int, batch_size: int, device) -> dict:
     model.eval()
     passed = posterior_pass(model, batcher, batch_size, seed, device)
-    usage, assigned, centroids, information = latent_summary(model, passed, records.frame["strategy"].nunique(), seed)
+    usage, assigned, centroids, information = latent_summary(passed, records.frame["strategy"].nunique(), seed)
     if centroids is None:
         latents = model.codes(torch.arange(model.config.num_codes, device=device))
     else:

@@ -29,11 +29,9 @@ from pathlib import Path
 import torch
 
 from core.disentanglement.artifacts import atomic_path, save_torch
-from experiments.synthetic_sequences.disentangled.grid import RUN_OUTPUTS
+from experiments.synthetic_sequences.run_layout import PARTIAL_METRICS_LOG, RunLayout
 
 RESUME_KEYS = ("step", "model", "optimizer", "stopped", "rows_logged", "settings", "inputs_sha256")
-METRICS_FILE = "metrics.jsonl"
-PARTIAL_METRICS_FILE = "metrics.partial.jsonl"
 
 
 class StopRequested:
@@ -64,7 +62,7 @@ def resume_mismatch(state: object, settings: dict, inputs_sha256: dict, logged_r
         return f"its inputs changed since ({', '.join(changed)})"
     for seed, rows in state["rows_logged"].items():
         if logged_rows.get(seed, 0) < rows:
-            return f"seed {seed}'s {PARTIAL_METRICS_FILE} holds {logged_rows.get(seed, 0)} rows, fewer than the {rows} it had logged"
+            return f"seed {seed}'s {PARTIAL_METRICS_LOG} holds {logged_rows.get(seed, 0)} rows, fewer than the {rows} it had logged"
     return None
 
 
@@ -108,7 +106,7 @@ def load_resume(path: Path, settings: dict, inputs_sha256: dict, partial_logs: d
 
 def clear_outputs(run_dir: Path) -> None:
     """Remove what an earlier run left in `run_dir`, so no output of that run can pass for one of this run."""
-    stale = [name for name in RUN_OUTPUTS if (run_dir / name).exists()]
+    stale = [name for name, path in RunLayout(run_dir).outputs.items() if path.exists()]
     for name in stale:
         (run_dir / name).unlink()
     if stale:

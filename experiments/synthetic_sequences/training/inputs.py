@@ -18,10 +18,8 @@ from core.disentanglement.batching import RecordBatcher, SpecialTokens
 from core.disentanglement.records import Records, RecordsError, read_records
 from core.disentanglement.reference import read_reference
 from core.disentanglement.scores import check_scores_of, read_scores
-from experiments.synthetic_sequences.disentangled.config import INPUT_PATHS, TrainConfig
-
-SPLITS = ("train", "val", "test")
-SCORED_SPLITS = ("train", "val")
+from experiments.synthetic_sequences.splits import SCORED_SPLITS, SPLITS
+from experiments.synthetic_sequences.training.settings import INPUT_PATHS, TrainConfig
 
 
 def input_hashes(config: TrainConfig) -> dict[str, str]:

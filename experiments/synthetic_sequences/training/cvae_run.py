@@ -1,9 +1,8 @@
 """One arm's seeds trained in lockstep as one chunk: inputs checked once, the resume state, the shared training loop,
 then each seed's evaluation and artifacts in its own run directory.
 
-Each run directory receives run_config.json, metrics.jsonl (train steps and validation evaluations), model.pt
-(that seed's plain weights), eval.json and, last, metadata.json (which marks the run finished and names the chunk).
-A partial chunk leaves resume.pt in its first seed's directory, written every `checkpoint_every` steps and on
+Each seed's run directory receives the files of run_layout, metadata.json last (it marks the run finished and names
+the chunk). A partial chunk leaves its resume state in its first seed's directory, written every `checkpoint_every` steps and on
 SIGTERM / SIGUSR1 (what Slurm sends before a time limit); rerunning the chunk with the same seeds, settings and
 inputs resumes from it and ends with the same numbers as an uninterrupted chunk. A chunk of one seed is a run
 trained alone.
@@ -24,17 +23,13 @@ from core.disentanglement.artifacts import save_torch, sha256_file, write_json
 from core.disentanglement.batching import BatchSchedule
 from core.disentanglement.config import NORMALISED_TERMS
 from core.disentanglement.training import LoopSchedule, NonFiniteLoss, TrainingLoop
-from experiments.synthetic_sequences.disentangled.chunk import ChunkTask, Seed, chunk_settings, resume_file
-from experiments.synthetic_sequences.disentangled.config import INPUT_PATHS, TrainConfig
-from experiments.synthetic_sequences.disentangled.curves import train_diagnostics
-from experiments.synthetic_sequences.disentangled.evaluate import evaluate
-from experiments.synthetic_sequences.disentangled.grid import RUN_OUTPUTS
-from experiments.synthetic_sequences.disentangled.inputs import RunInputs, input_hashes, load_inputs
-from experiments.synthetic_sequences.disentangled.model_setup import build_optimizer, initial_model, initial_stack, resolve_device
-from experiments.synthetic_sequences.disentangled.run_lock import run_lock
-from experiments.synthetic_sequences.disentangled.run_state import (
-    METRICS_FILE,
-    PARTIAL_METRICS_FILE,
+from experiments.synthetic_sequences.run_layout import FINISHED, chunk_resume_file, finished_at
+from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chunk_settings
+from experiments.synthetic_sequences.training.evaluate import evaluate
+from experiments.synthetic_sequences.training.inputs import RunInputs, input_hashes, load_inputs
+from experiments.synthetic_sequences.training.model_setup import build_optimizer, initial_model, initial_stack, resolve_device
+from experiments.synthetic_sequences.training.run_lock import run_lock
+from experiments.synthetic_sequences.training.run_state import (
     MetricsLog,
     clear_outputs,
     differing,
@@ -42,8 +37,9 @@ from experiments.synthetic_sequences.disentangled.run_state import (
     load_resume,
     now,
 )
-from experiments.synthetic_sequences.disentangled.train_step import Objective
-from experiments.synthetic_sequences.disentangled.validation import EVAL_BATCH
+from experiments.synthetic_sequences.training.settings import INPUT_PATHS, TrainConfig
+from experiments.synthetic_sequences.training.train_step import Objective, train_diagnostics
+from experiments.synthetic_sequences.training.validation import EVAL_BATCH
 
 
 def resolve_objective(config: TrainConfig, inputs: RunInputs) -> Objective:
@@ -120,12 +116,12 @@ def finished_already(config: TrainConfig, inputs_sha256: dict, commit: str) -> b
     """Whether the run directory holds this run, finished: same settings, inputs and code. A chunk that grows by new
     seeds then trains only those."""
     try:
-        metadata = json.loads((config.run.path / "metadata.json").read_text())
-        run_config = json.loads((config.run.path / "run_config.json").read_text())
+        metadata = json.loads(config.run.layout.metadata.read_text())
+        run_config = json.loads(config.run.layout.run_config.read_text())
     except (OSError, ValueError):
         return False
     return (
-        "finished" in metadata
+        finished_at(metadata) is not None
         and metadata.get("inputs_sha256") == inputs_sha256
         and metadata.get("git_commit") == commit
         and run_config == json.loads(json.dumps(config.to_dict()))
@@ -172,12 +168,12 @@ def train_seeds(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: di
     metadata = {}
     for seed in seeds:
         clear_outputs(seed.config.run.path)
-        seed.log = MetricsLog(seed.config.run.path / PARTIAL_METRICS_FILE, keep=rows_logged.get(seed.key, 0))
+        seed.log = MetricsLog(seed.config.run.layout.partial_metrics_log, keep=rows_logged.get(seed.key, 0))
         metadata[seed.key] = start_metadata(
             seed.config, inputs, spec, device, start_step, stack, inputs_sha256, [seed.config.optim.seed for seed in seeds]
         )
-        write_json(seed.config.to_dict(), seed.config.run.path / "run_config.json")
-        write_json(metadata[seed.key], seed.config.run.path / "metadata.json")
+        write_json(seed.config.to_dict(), seed.config.run.layout.run_config)
+        write_json(metadata[seed.key], seed.config.run.layout.metadata)
 
     task = ChunkTask(stack, initial_model(configs[0], inputs).to(device), optimizer, seeds, inputs, spec, device, inputs_sha256)
     task.last_saved = start_step if rows_logged else None
@@ -199,11 +195,11 @@ def train_seeds(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: di
             )
         else:
             write_stopped(seed, task.seed_model(i), metadata[seed.key], timing)
-    resume_file(seeds).unlink(missing_ok=True)
+    chunk_resume_file([seed.config.run.path for seed in seeds]).unlink(missing_ok=True)
     if stopped := [seed for seed in seeds if seed.stopped is not None]:
         raise SeedsStopped(
             "; ".join(
-                f"seed {s.key} stopped at {s.failure}, its weights of the step before in {s.config.run.path / 'model.pt'}" for s in stopped
+                f"seed {s.key} stopped at {s.failure}, its weights of the step before in {s.config.run.layout.model}" for s in stopped
             )
         )
     return evaluations
@@ -212,38 +208,40 @@ def train_seeds(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: di
 def resume(seeds: list[Seed], stack, optimizer, inputs_sha256: dict) -> tuple[int, dict]:
     """Load the chunk's resume state into the stack, the optimiser and the seeds' stops when one of the same chunk is
     there; returns the step to start from and the rows each seed's metrics log keeps ({} when starting fresh)."""
-    partial_logs = {seed.key: seed.config.run.path / PARTIAL_METRICS_FILE for seed in seeds}
-    resumed = load_resume(resume_file(seeds), chunk_settings(seeds), inputs_sha256, partial_logs)
+    partial_logs = {seed.key: seed.config.run.layout.partial_metrics_log for seed in seeds}
+    resume_file = chunk_resume_file([seed.config.run.path for seed in seeds])
+    resumed = load_resume(resume_file, chunk_settings(seeds), inputs_sha256, partial_logs)
     if resumed is None:
         return 0, {}
     stack.load_state_dict(resumed["model"])
     optimizer.load_state_dict(resumed["optimizer"])
     for seed in seeds:
         seed.stopped = resumed["stopped"].get(seed.key)
-    print(f"resuming seeds {', '.join(partial_logs)} from step {resumed['step']} ({resume_file(seeds)})", file=sys.stderr, flush=True)
+    print(f"resuming seeds {', '.join(partial_logs)} from step {resumed['step']} ({resume_file})", file=sys.stderr, flush=True)
     return resumed["step"], resumed["rows_logged"]
 
 
 def write_stopped(seed: Seed, model, metadata: dict, timing: dict) -> None:
     """A stopped seed's run: its weights of the last good step, its metrics up to it, and metadata.json with the failure
     and no `finished` (so no table reads it, and a rerun trains it again)."""
-    run_dir = seed.config.run.path
-    save_model(seed.config, model, run_dir)
-    seed.log.finish(run_dir / METRICS_FILE)
-    write_json({**metadata, "stopped": {"step": seed.stopped, "error": seed.failure, "timing": timing}}, run_dir / "metadata.json")
+    layout = seed.config.run.layout
+    save_model(seed.config, model)
+    seed.log.finish(layout.metrics_log)
+    write_json({**metadata, "stopped": {"step": seed.stopped, "error": seed.failure, "timing": timing}}, layout.metadata)
 
 
 def write_manifest(path: Path, configs: list[TrainConfig]) -> None:
     """The chunk's record for the workflow: each seed's run directory and the sha256 of its finished metadata.json."""
     runs = {
-        str(config.optim.seed): {"run_dir": str(config.run.path), "metadata_sha256": sha256_file(config.run.path / "metadata.json")}
+        str(config.optim.seed): {"run_dir": str(config.run.path), "metadata_sha256": sha256_file(config.run.layout.metadata)}
         for config in configs
     }
     write_json({"seeds": [config.optim.seed for config in configs], "runs": runs, "written": now()}, path)
 
 
-def save_model(config: TrainConfig, model, run_dir: Path) -> None:
-    save_torch({"model": model.state_dict(), "run_config": config.to_dict(), "max_len": model.decoder.config.max_len}, run_dir / "model.pt")
+def save_model(config: TrainConfig, model) -> None:
+    state = {"model": model.state_dict(), "run_config": config.to_dict(), "max_len": model.decoder.config.max_len}
+    save_torch(state, config.run.layout.model)
 
 
 def finish(config: TrainConfig, model, inputs: RunInputs, device, log: MetricsLog, metadata: dict, timing: dict) -> dict:
@@ -263,13 +261,13 @@ def finish(config: TrainConfig, model, inputs: RunInputs, device, log: MetricsLo
         reconstruction_term=config.reconstruction.term,
         reconstruction_loss_token_aggregation_mode=config.mode.value,
     )
-    run_dir: Path = config.run.path
-    save_model(config, model, run_dir)
-    rows = log.finish(run_dir / METRICS_FILE)
-    write_json(evaluation, run_dir / "eval.json")
+    layout = config.run.layout
+    save_model(config, model)
+    rows = log.finish(layout.metrics_log)
+    write_json(evaluation, layout.evaluation)
     timing["evaluation_s"] = time.perf_counter() - evaluation_started
     diagnostics = train_diagnostics([row for row in rows if row["split"] == "train"])
-    outputs_sha256 = {name: sha256_file(run_dir / name) for name in RUN_OUTPUTS if name != "metadata.json"}
-    finished = {"finished": now(), "timing": timing, "train_diagnostics": diagnostics, "outputs_sha256": outputs_sha256}
-    write_json({**metadata, **finished}, run_dir / "metadata.json")
+    outputs_sha256 = {name: sha256_file(path) for name, path in layout.outputs.items() if path != layout.metadata}
+    finished = {FINISHED: now(), "timing": timing, "train_diagnostics": diagnostics, "outputs_sha256": outputs_sha256}
+    write_json({**metadata, **finished}, layout.metadata)
     return evaluation

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from experiments.synthetic_sequences.disentangled.grid import GridError, family_seeds
+from experiments.synthetic_sequences.planning.grid import GridError, family_seeds
 
 # what a control family must share with its main family, read with the defaults the grid applies; hybrid
 # coefficients too, when the control runs the hybrid term

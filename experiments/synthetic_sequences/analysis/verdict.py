@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from experiments.synthetic_sequences.disentangled.contrasts import MARGINS, ONSET, PRIMARY, arms
-from experiments.synthetic_sequences.disentangled.curves import TAKEUP_THRESHOLD
-from experiments.synthetic_sequences.disentangled.inference import ALPHA, MAX_SEEDS, POWER, kaplan_meier
+from experiments.synthetic_sequences.analysis.contrasts import MARGINS, ONSET, PRIMARY, arms
+from experiments.synthetic_sequences.analysis.curves import TAKEUP_THRESHOLD
+from experiments.synthetic_sequences.analysis.inference import ALPHA, MAX_SEEDS, POWER, kaplan_meier
+from experiments.synthetic_sequences.metrics import view
 
 CONTROL_ARMS = ("scale", "balance")
 RULE = f"""Endpoints, in order (contrasts.py has the tests; p values are adjusted: Holm for take-up, Benjamini-Hochberg
@@ -48,12 +49,14 @@ class Endpoint:
     label: str
 
 
-ENDPOINTS = (
-    Endpoint("take-up", PRIMARY, "all", "take-up"),
-    Endpoint("onset", ONSET, "all", "onset of take-up"),
-    Endpoint("magnitude", "mutual_information", "took_up", "I(x;z) among the seeds that took up in both arms"),
-    Endpoint("separation", "strategy_information", "all", "strategy information"),
+# (name, subset, label) of each endpoint; its metric is the verdict view's, in order
+READINGS = (
+    ("take-up", "all", "take-up"),
+    ("onset", "all", "onset of take-up"),
+    ("magnitude", "took_up", "I(x;z) among the seeds that took up in both arms"),
+    ("separation", "all", "strategy information"),
 )
+ENDPOINTS = tuple(Endpoint(name, metric, subset, label) for metric, (name, subset, label) in zip(view("verdict"), READINGS, strict=True))
 STATISTICS = ("n_a", "n_b", "estimate", "ci_low", "ci_high", "p", "p_adjusted", "smallest_p")  # of the sum - mean row
 COLUMNS = [
     "family",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, make_dataclass
 from pathlib import Path
 
 from core.disentanglement.checks import (
@@ -22,13 +22,13 @@ from core.disentanglement.checks import (
 )
 from core.disentanglement.cli import flat_fields, flat_values, nested, setting, settings_from_flat
 from core.disentanglement.config import AggregationMode, ReconstructionConfig
-from core.disentanglement.latent_configs import ContinuousCVAEConfig, DiscreteCVAEConfig
 from core.disentanglement.registry import MODELS
+from experiments.synthetic_sequences.run_layout import RunLayout
 
 MODEL_NAMES = tuple(MODELS)
 AUXILIARY_TERMS = {name: model.auxiliary_terms for name, model in MODELS.items()}
 BATCHING = ("random", "bucketed")
-# design.md's confound controls: `scale` multiplies the reconstruction term by the mean supervised token count
+# the confound controls: `scale` multiplies the reconstruction term by the mean supervised token count
 # of the training set (sum's global scale, no length weighting); `balance` multiplies beta by it
 # (sum's length weighting at mean's reconstruction-to-KL balance).
 CONTROLS = ("none", "scale", "balance")
@@ -65,15 +65,13 @@ class ObjectiveConfig:
 
 
 @dataclass(frozen=True)
-class ModelConfig:
-    """The CVAE family, its decoder's size, and each family's latent settings (settings both share take one flag)."""
+class ModelSettings:
+    """The CVAE family and its decoder's size; ModelConfig adds each registered family's latent settings."""
 
-    model: str = setting("shared_discrete", "CVAE family", choices=MODEL_NAMES)
+    model: str = setting(MODEL_NAMES[0], "CVAE family", choices=MODEL_NAMES)
     d_model: int = setting(64, "transformer width of decoder and encoder")
     n_layer: int = setting(2, "decoder layers")
     n_head: int = setting(4, "attention heads")
-    shared_discrete: DiscreteCVAEConfig = nested(DiscreteCVAEConfig)
-    continuous: ContinuousCVAEConfig = nested(ContinuousCVAEConfig)
 
     def __post_init__(self) -> None:
         check_field_types(self)
@@ -82,9 +80,21 @@ class ModelConfig:
         check_heads_divide_width(self)
 
     @property
-    def latent(self) -> DiscreteCVAEConfig | ContinuousCVAEConfig:
+    def latent(self):
         """The chosen family's latent settings (a field named after the family, of its registered config class)."""
         return getattr(self, self.model)
+
+
+# one field per registered family (core/disentanglement/registry.py), named after it; settings two families share
+# take one flag
+ModelConfig = make_dataclass(
+    "ModelConfig",
+    [(name, family.config_class, nested(family.config_class)) for name, family in MODELS.items()],
+    bases=(ModelSettings,),
+    frozen=True,
+    namespace={"__module__": __name__},
+)
+ModelConfig.__doc__ = "The CVAE family, its decoder's size, and each registered family's latent settings."
 
 
 @dataclass(frozen=True)
@@ -144,6 +154,10 @@ class RunConfig:
     @property
     def path(self) -> Path:
         return Path(self.run_dir)
+
+    @property
+    def layout(self) -> RunLayout:
+        return RunLayout(self.run_dir)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Per-run metric extraction and the aggregate tables of the ablation.
 
-    python -m experiments.synthetic_sequences.disentangled.tables extract --run-dir RUN --out METRICS.parquet
-    python -m experiments.synthetic_sequences.disentangled.tables aggregate --metrics M1.parquet ... \\
+    python -m experiments.synthetic_sequences.analysis.tables extract --run-dir RUN --out METRICS.parquet
+    python -m experiments.synthetic_sequences.analysis.tables aggregate --metrics M1.parquet ... \\
         --data-summary results/data/summary.json --references results/reference/*.json --out-dir results/tables
 
 extract writes one tidy (long) table per run: its parameters, then one row per
@@ -33,12 +33,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path
-from experiments.synthetic_sequences.disentangled.bindings import Binding, check_against_grid, check_inputs, parse_input, run_record
-from experiments.synthetic_sequences.disentangled.confounds import confound_table
-from experiments.synthetic_sequences.disentangled.contrasts import arm_table, contrast_table
-from experiments.synthetic_sequences.disentangled.curves import CURVE_METRICS, convergence
-from experiments.synthetic_sequences.disentangled.grid import parse_control_of
-from experiments.synthetic_sequences.disentangled.run_files import (
+from experiments.synthetic_sequences.analysis.confounds import confound_table
+from experiments.synthetic_sequences.analysis.contrasts import arm_table, contrast_table
+from experiments.synthetic_sequences.analysis.curves import convergence
+from experiments.synthetic_sequences.analysis.run_files import (
     check_evaluation,
     parse_json,
     parse_run_config,
@@ -46,30 +44,16 @@ from experiments.synthetic_sequences.disentangled.run_files import (
     read_json,
     validation_rows,
 )
-from experiments.synthetic_sequences.disentangled.verdict import verdict_table
-from experiments.synthetic_sequences.disentangled.verdict_text import markdown, verdict_markdown
+from experiments.synthetic_sequences.analysis.verdict import verdict_table
+from experiments.synthetic_sequences.analysis.verdict_text import markdown, verdict_markdown
+from experiments.synthetic_sequences.metrics import view
+from experiments.synthetic_sequences.planning.bindings import Binding, check_against_grid, check_inputs, parse_input, run_record
+from experiments.synthetic_sequences.planning.grid import parse_control_of
+from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout
 
 RUN_RECORD = "run_record"
 REEXTRACT = "re-extract without retraining: snakemake --cores 2 tables --forcerun extract_metrics (with the same --configfile / --config)"
 RUN_COLUMNS = ["family", "model", "controls", "term", "mode", "alpha", "seed", "beta", "reconstruction_scale", "warm_start"]
-# the headline metrics: compared across modes, aggregated over seeds, plotted
-HEADLINE = [
-    "took_up",
-    "onset_step",
-    "strategy_information",
-    "nmi",
-    "ami",
-    "ari",
-    "probe_accuracy",
-    "mutual_information",
-    "kl",
-    "shuffled_z_nll_rise_per_token",
-    "parse_rate",
-    "answer_accuracy",
-    "strategy_consistency",
-    "recon_nll_per_token",
-    "converged",
-]
 
 
 def _scalar_items(section: dict, prefix: str = ""):
@@ -84,11 +68,12 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     """The tidy metrics table of one finished run directory."""
     run_dir = Path(run_dir)
     files = read_finished_run(run_dir)
-    metadata = parse_json(files["metadata.json"], run_dir / "metadata.json")
-    evaluation = parse_json(files["eval.json"], run_dir / "eval.json")
-    run_config = parse_run_config(files["run_config.json"], run_dir)
-    check_evaluation(evaluation, run_dir / "eval.json")
-    validation = validation_rows(files["metrics.jsonl"], run_dir / "metrics.jsonl")
+    layout = RunLayout(run_dir)
+    metadata = parse_json(files[METADATA], layout.metadata)
+    evaluation = parse_json(files[EVALUATION], layout.evaluation)
+    run_config = parse_run_config(files[RUN_CONFIG], run_dir)
+    check_evaluation(evaluation, layout.evaluation)
+    validation = validation_rows(files[METRICS_LOG], layout.metrics_log)
     record = run_record(run_dir, run_config, metadata)
     if not validation:
         raise ValueError(f"{run_dir}/metrics.jsonl has no validation rows; a finished run has at least one")
@@ -116,8 +101,9 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
         if name in final:
             records.append((f"val_{name}", "run", nan, float(final[name])))
     add(convergence(validation), "run")
+    curves = set(view("curves"))
     for row in validation:
-        records.extend((m, "curve", float(row["step"]), v) for m, v in _scalar_items(row) if m in CURVE_METRICS)
+        records.extend((m, "curve", float(row["step"]), v) for m, v in _scalar_items(row) if m in curves)
 
     resolved = metadata["resolved"]
     run = {
@@ -189,7 +175,7 @@ def curves_table(metrics: pd.DataFrame) -> pd.DataFrame:
 
 def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
     keys = ["family", "model", "controls", "term", "mode", "alpha"]
-    present = [m for m in HEADLINE if m in runs.columns]
+    present = [m for m in view("headline") if m in runs.columns]
     grouped = runs.groupby(keys, sort=True)[present]
     table = grouped.mean().add_suffix("_mean").join(grouped.std(ddof=1).add_suffix("_sd")).join(grouped.size().rename("seeds"))
     return table.reset_index().dropna(axis=1, how="all")

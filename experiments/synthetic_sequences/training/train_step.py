@@ -10,7 +10,7 @@ entropy, inter-latent divergence) takes a negative weight.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -19,9 +19,10 @@ from core.disentanglement.config import RECONSTRUCTION_TERMS, ReconstructionConf
 from core.disentanglement.cvae_output import CVAEOutput
 from core.disentanglement.losses import hybrid_term, reconstruction_terms
 from core.disentanglement.training import optimisation_step
+from experiments.synthetic_sequences.metrics import METRICS, view
 
-# per-batch extremes of the reconstruction family's inputs, logged like the token counts' min and max
-BATCH_EXTREMES = ("base_aggregate_min", "kappa_min", "kappa_max", "eta_min", "eta_max")
+BATCH_EXTREMES = view("batch_extremes")
+REDUCTIONS = {"mean": lambda values: sum(values) / len(values), "min": min, "max": max}
 
 
 @dataclass(frozen=True)
@@ -101,3 +102,13 @@ def train_step(model, optimizer, batch, base_nll, *, generator, grad_clip: float
     loss, metrics = objective(model(batch, generator), base_nll, batch.mask, spec)
     metrics["grad_norm"] = optimisation_step(model.parameters(), optimizer, loss, metrics, grad_clip)
     return metrics
+
+
+def train_diagnostics(train_rows: Sequence[dict]) -> dict[str, float]:
+    """The train_diagnostics view over a run's train rows: each reduced over every step's batch as its metric says
+    (the mean token count, the extremes)."""
+    return {
+        name: float(REDUCTIONS[METRICS[name].over_batches]([row[name] for row in train_rows]))
+        for name in view("train_diagnostics")
+        if train_rows and name in train_rows[0]
+    }

@@ -1,6 +1,6 @@
 """Train one arm's CVAE seeds on synthetic sequences, in lockstep, and evaluate each on the test split.
 
-    python -m experiments.synthetic_sequences.disentangled.train_disentangled \\
+    python -m experiments.synthetic_sequences.training.train_disentangled \\
         --train-records results/data/train.parquet --val-records results/data/val.parquet \\
         --test-records results/data/test.parquet --train-scores results/zfree/scores/train.parquet \\
         --val-scores results/zfree/scores/val.parquet --reference results/reference/sum.json \\
@@ -27,8 +27,8 @@ import torch
 
 from core.disentanglement.cli import add_settings_flags
 from core.disentanglement.training import NonFiniteLoss
-from experiments.synthetic_sequences.disentangled.config import TrainConfig
-from experiments.synthetic_sequences.disentangled.cvae_run import train
+from experiments.synthetic_sequences.training.cvae_run import train
+from experiments.synthetic_sequences.training.settings import TrainConfig
 
 
 def build_parser() -> argparse.ArgumentParser:

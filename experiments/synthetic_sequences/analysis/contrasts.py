@@ -24,26 +24,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from experiments.synthetic_sequences.disentangled import inference
+from experiments.synthetic_sequences.analysis import inference
+from experiments.synthetic_sequences.metrics import margins, view
 
 # sum - mean is the effect; the control contrasts say how much of it each confound reproduces
 COMPARISONS = (("sum", "mean"), ("scale", "mean"), ("balance", "mean"), ("sum", "scale"), ("sum", "balance"))
 PRIMARY = "took_up"
 ONSET = "onset_step"
-# read among all pairs and among the pairs that took up; the argmax and sample readings only among all pairs
-CONTINUOUS_METRICS = ("mutual_information", "strategy_information", "recon_nll_per_token")
-SECONDARY_METRICS = (
-    "nmi",
-    "ami",
-    "ari",
-    "probe_accuracy",
-    "kl",
-    "shuffled_z_nll_rise_per_token",
-    "parse_rate",
-    "answer_accuracy",
-)  # reconstruction_to_kl is left out: with KL near 0 its differences are of order 1e5 and mean nothing
-# smallest effect of interest per endpoint: a share of runs for take-up; nats for I(x;z), KL and NLLs; else the metric's units
-MARGINS = {PRIMARY: 0.3} | dict.fromkeys(CONTINUOUS_METRICS + SECONDARY_METRICS, 0.05)
+PAIRED_METRICS = view("paired_contrasts")  # among all pairs and among the pairs that took up
+SECONDARY_METRICS = view("secondary_contrasts")  # among all pairs only
+MARGINS = margins()
 ARM_KEYS = ["term", "alpha", "seed"]
 COLUMNS = [
     "family",
@@ -131,7 +121,7 @@ def paired_rows(pairs: pd.DataFrame, subset: str, metrics: tuple[str, ...]) -> l
         if len(differences) == 0:
             continue
         delta, sd, low, high = inference.t_interval(differences)
-        if metric in CONTINUOUS_METRICS:
+        if metric in PAIRED_METRICS:
             p, draws = inference.sign_flip_p(differences)
             test, smallest = (
                 (f"sign-flip, {draws} draws" if draws else "sign-flip, exact"),
@@ -168,8 +158,8 @@ def comparison_rows(a: pd.DataFrame, b: pd.DataFrame) -> list[dict]:
     rows = [takeup_row(a, b), onset_row(a, b)]
     pairs = a.merge(b, on=ARM_KEYS, suffixes=("_a", "_b"))
     both = pairs[(pairs[f"{PRIMARY}_a"] >= 1) & (pairs[f"{PRIMARY}_b"] >= 1)]
-    rows += paired_rows(pairs, "all", CONTINUOUS_METRICS + SECONDARY_METRICS)
-    return rows + paired_rows(both, "took_up", CONTINUOUS_METRICS)
+    rows += paired_rows(pairs, "all", PAIRED_METRICS + SECONDARY_METRICS)
+    return rows + paired_rows(both, "took_up", PAIRED_METRICS)
 
 
 def adjust_for_multiplicity(table: pd.DataFrame) -> pd.DataFrame:

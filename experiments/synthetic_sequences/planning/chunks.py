@@ -4,8 +4,7 @@ An arm (family, term, mode, alpha) trains its seeds in blocks of `seeds_per_job`
 holds the arm's seeds in [k * seeds_per_job, (k + 1) * seeds_per_job) and is named by that range, e.g. seeds0-9.
 A chunk's name and members depend only on the seed values, so adding seeds adds chunks, and a block that gains
 seeds keeps its name: its job reruns, and the trainer keeps the seeds it finished before and trains only the new.
-A chunk lives beside its runs, at runs/{family}/{term}_{mode}_{alpha}/seeds{first}-{last}.json, the workflow's
-record that its seeds finished.
+A chunk's record lives beside its runs (run_layout.CHUNK_TEMPLATE): the workflow's record that its seeds finished.
 """
 
 from __future__ import annotations
@@ -13,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from experiments.synthetic_sequences.disentangled.grid import GridError, RunSpec
+from experiments.synthetic_sequences.planning.grid import RunSpec
+from experiments.synthetic_sequences.run_layout import CHUNK_TEMPLATE, GridError, format_alpha
 
 CHUNK_PATTERN = r"[0-9]+-[0-9]+"
 CHUNK_NAME = re.compile(f"^({CHUNK_PATTERN})$")
@@ -28,8 +28,9 @@ def chunk_name(seed: int, seeds_per_job: int) -> str:
 
 
 def chunk_path(spec: RunSpec, seeds_per_job: int) -> str:
-    """{family}/{term}_{mode}_{alpha}/seeds{first}-{last}: the chunk a run trains in."""
-    return f"{spec.family}/{spec.key}/seeds{chunk_name(spec.seed, seeds_per_job)}"
+    """The chunk a run trains in, run_layout.CHUNK_TEMPLATE filled: {family}/{term}_{mode}_{alpha}/seeds{first}-{last}."""
+    chunk = chunk_name(spec.seed, seeds_per_job)
+    return CHUNK_TEMPLATE.format(family=spec.family, term=spec.term, mode=spec.mode, alpha=format_alpha(spec.alpha), chunk=chunk)
 
 
 def chunk_grid(specs: Iterable[RunSpec], seeds_per_job: int) -> dict[str, list[RunSpec]]:

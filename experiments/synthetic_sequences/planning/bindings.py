@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, write_json
-from experiments.synthetic_sequences.disentangled.config import INPUT_PATHS
-from experiments.synthetic_sequences.disentangled.grid import parse_run_path
+from experiments.synthetic_sequences.run_layout import parse_run_path, run_directory
+from experiments.synthetic_sequences.training.settings import INPUT_PATHS
 
 # run settings that name where things are or how often progress is logged, not what the numbers are; whether the
 # decoder was warm-started stays, as run.warm_start
@@ -32,7 +32,7 @@ GRID_FILE = "grid.json"
 
 def retrain_advice(entries: list[str], results: str) -> str:
     """How to retrain the runs named at the start of each entry ('family/key/seedN (why)')."""
-    dirs = " ".join(f"{results}/runs/{entry.split(' ')[0]}" for entry in entries)
+    dirs = " ".join(run_directory(results, entry.split(" ")[0]) for entry in entries)
     return (
         f"Remove their run directories (rm -r {dirs}) and run snakemake --forcerun train_run: the training jobs keep "
         "every run that is finished with the current settings and inputs, and retrain only them"

@@ -19,12 +19,12 @@ from core.disentanglement.batching import BatchSchedule, SequenceBatch, step_gen
 from core.disentanglement.lockstep import SeedStack
 from core.disentanglement.masking import supervised_counts
 from core.disentanglement.training import NonFiniteLoss, non_finite_loss
-from experiments.synthetic_sequences.disentangled.config import TrainConfig
-from experiments.synthetic_sequences.disentangled.grid import RESUME_FILE
-from experiments.synthetic_sequences.disentangled.inputs import RunInputs
-from experiments.synthetic_sequences.disentangled.run_state import MetricsLog, StopRequested, save_resume
-from experiments.synthetic_sequences.disentangled.train_step import Objective, logged_metrics, objective_parts
-from experiments.synthetic_sequences.disentangled.validation import split_diagnostics, validation_metrics
+from experiments.synthetic_sequences.run_layout import chunk_resume_file
+from experiments.synthetic_sequences.training.inputs import RunInputs
+from experiments.synthetic_sequences.training.run_state import MetricsLog, StopRequested, save_resume
+from experiments.synthetic_sequences.training.settings import TrainConfig
+from experiments.synthetic_sequences.training.train_step import Objective, logged_metrics, objective_parts
+from experiments.synthetic_sequences.training.validation import split_diagnostics, validation_metrics
 
 
 @dataclass
@@ -159,18 +159,13 @@ class ChunkTask:
 
     @property
     def resume_path(self) -> Path:
-        return resume_file(self.seeds)
+        return chunk_resume_file([seed.config.run.path for seed in self.seeds])
 
     def save(self, step: int) -> None:
         stopped = {seed.key: seed.stopped for seed in self.seeds if seed.stopped is not None}
         rows = {seed.key: seed.log.rows for seed in self.seeds}
         save_resume(self.resume_path, step, self.stack, self.optimizer, stopped, rows, chunk_settings(self.seeds), self.inputs_sha256)
         self.last_saved = step
-
-
-def resume_file(seeds: list[Seed]) -> Path:
-    """The chunk's resume state, in its first seed's run directory."""
-    return seeds[0].config.run.path / RESUME_FILE
 
 
 def chunk_settings(seeds: list[Seed]) -> dict:

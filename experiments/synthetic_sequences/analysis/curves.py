@@ -37,41 +37,6 @@ MI_FLOOR = 0.05  # nats
 LAST_SHARE = 0.25
 # the learning-curve metrics of a validation row that the plots and the convergence flag read
 RECON_CURVE, MI_CURVE = "recon_nll_per_token", "mutual_information"
-# what the curves table keeps of each validation row: the objective, latent usage, separation, reconstruction
-# on one scale for both modes. The reconstruction family's other terms stay in metrics.jsonl.
-CURVE_METRICS = (
-    "loss",
-    "reconstruction_objective",
-    "reconstruction_to_kl",
-    "kl",
-    MI_CURVE,
-    "codes_used",
-    "code_perplexity",
-    "active_units",
-    "shuffled_z_nll_rise_per_token",
-    "shuffled_z_nll_rise_per_example",
-    "strategy_information",
-    "nmi",
-    "ami",
-    RECON_CURVE,
-    "recon_nll_per_example",
-)
-
-
-# per-run diagnostics of the training batches: counts and extremes over every step's batch
-TRAIN_DIAGNOSTICS = {"tokens_mean": "mean", "tokens_min": "min", "tokens_max": "max", "base_aggregate_min": "min"} | {
-    f"{factor}_{end}": end for factor in ("kappa", "eta") for end in ("min", "max")
-}
-REDUCERS = {"mean": lambda values: sum(values) / len(values), "min": min, "max": max}
-
-
-def train_diagnostics(train_rows: Sequence[dict]) -> dict[str, float]:
-    """TRAIN_DIAGNOSTICS over a run's train rows: the mean batch token count, the extremes over all batches."""
-    return {
-        name: float(REDUCERS[reduce]([row[name] for row in train_rows]))
-        for name, reduce in TRAIN_DIAGNOSTICS.items()
-        if train_rows and name in train_rows[0]
-    }
 
 
 def last_quarter_change(steps: Sequence[int], values: Sequence[float], floor: float = 0.0, from_first: bool = False) -> float:

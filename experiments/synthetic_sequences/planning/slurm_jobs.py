@@ -17,8 +17,8 @@ from argparse import ArgumentTypeError
 from collections.abc import Iterable
 
 from core.disentanglement.cli import parse_pairs
-from experiments.synthetic_sequences.disentangled.chunks import chunk_seed_range
-from experiments.synthetic_sequences.disentangled.grid import GridError, parse_run_path
+from experiments.synthetic_sequences.planning.chunks import chunk_seed_range
+from experiments.synthetic_sequences.run_layout import RUN_TEMPLATE, GridError, parse_run_path
 
 CHUNK_WILDCARDS = ("family", "term", "mode", "alpha", "chunk")
 TARGET_JOB = re.compile(r"train_run:([^\s'\"]*)")
@@ -43,10 +43,7 @@ def parse_job_comment(comment: str, grid: Iterable[str] | None = None) -> list[d
 def chunk_runs(values: dict[str, str], grid: Iterable[str] | None = None) -> list[dict]:
     """A chunk's wildcard values as Slurm shows them -> its runs' parameters, each checked as a run path is; with
     `grid` (run paths), those of the grid only."""
-    runs = [
-        parse_run_path("{family}/{term}_{mode}_{alpha}/seed{seed}".format(**values, seed=seed))
-        for seed in chunk_seed_range(values["chunk"])
-    ]
+    runs = [parse_run_path(RUN_TEMPLATE.format(**values, seed=seed)) for seed in chunk_seed_range(values["chunk"])]
     if grid is None:
         return runs
     known = {tuple(parse_run_path(path).values()) for path in grid}

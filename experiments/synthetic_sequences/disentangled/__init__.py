@@ -1,1 +1,0 @@
-"""CVAE training on synthetic sequences."""

@@ -1,0 +1,158 @@
+"""The run directory: where a run lives, what it holds, what marks it finished and where a chunk's resume state waits.
+
+    {results}/runs/{family}/{term}_{mode}_{alpha}/
+        seed{seed}/                 one run (RUN_TEMPLATE)
+            run_config.json         its settings, nested by group (TrainConfig.to_dict())
+            metrics.partial.jsonl   while it trains: the rows logged so far
+            metrics.jsonl           one JSON record per logged train step and per validation point (key "split")
+            model.pt                its final weights (a stopped run: those of its last good step)
+            eval.json               the test-split evaluation
+            metadata.json           written last; its `finished`, the time the run ended, marks the run finished,
+                                    beside the sha256 of its inputs and of every other output
+            resume.pt               in the first seed's directory of a chunk that is not done: the chunk's state
+        seeds{first}-{last}.json    a chunk's record (CHUNK_TEMPLATE), written once all its seeds finished
+
+Term names hold no underscore and alpha is written canonically, so a path parses back to its run's parameters, and
+a mean run and a sum run can never share a directory. The trainer, extraction, the rules (through common.smk) and
+Slurm recovery all read the layout from here. No torch or pandas: the Snakefile imports it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, parse_aggregation_mode
+
+RUNS_FOLDER = "runs"  # under the results folder
+KEY_TEMPLATE = "{term}_{mode}_{alpha}"
+RUN_TEMPLATE = "{family}/" + KEY_TEMPLATE + "/seed{seed}"
+CHUNK_TEMPLATE = "{family}/" + KEY_TEMPLATE + "/seeds{chunk}"
+
+RUN_CONFIG = "run_config.json"
+METRICS_LOG = "metrics.jsonl"
+PARTIAL_METRICS_LOG = "metrics.partial.jsonl"
+MODEL = "model.pt"
+EVALUATION = "eval.json"
+METADATA = "metadata.json"
+RESUME = "resume.pt"
+RUN_OUTPUTS = (RUN_CONFIG, METRICS_LOG, MODEL, EVALUATION, METADATA)  # what a finished run holds; metadata.json last
+FINISHED = "finished"  # metadata.json's key: the ISO time the run finished
+
+
+class GridError(ValueError):
+    """A run grid, run key or run path that is not well formed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """The files of one run directory."""
+
+    path: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def outputs(self) -> dict[str, Path]:
+        return {name: self.path / name for name in RUN_OUTPUTS}
+
+    @property
+    def run_config(self) -> Path:
+        return self.path / RUN_CONFIG
+
+    @property
+    def metrics_log(self) -> Path:
+        return self.path / METRICS_LOG
+
+    @property
+    def partial_metrics_log(self) -> Path:
+        return self.path / PARTIAL_METRICS_LOG
+
+    @property
+    def model(self) -> Path:
+        return self.path / MODEL
+
+    @property
+    def evaluation(self) -> Path:
+        return self.path / EVALUATION
+
+    @property
+    def metadata(self) -> Path:
+        return self.path / METADATA
+
+    @property
+    def resume(self) -> Path:
+        """Where a chunk whose first seed this run is keeps its resume state; a finished run has none."""
+        return self.path / RESUME
+
+
+def chunk_resume_file(run_dirs: Sequence[str | Path]) -> Path:
+    """A chunk's resume state: in its first seed's run directory."""
+    return RunLayout(run_dirs[0]).resume
+
+
+def finished_at(metadata: Mapping) -> datetime | None:
+    """When the run finished, from its metadata.json, or None for a run that did not (false, null, '' or no key)."""
+    try:
+        return datetime.fromisoformat(metadata.get(FINISHED))
+    except (TypeError, ValueError):
+        return None
+
+
+def format_alpha(alpha: float) -> str:
+    """The canonical spelling of alpha in a run key: 0, 0.5, 1, 2.5 (no trailing zeros, no exponent for usual values)."""
+    alpha = float(alpha)
+    if not math.isfinite(alpha) or alpha < 0:
+        raise GridError(f"alpha: {alpha!r} is not allowed; it must be a finite number >= 0")
+    text = f"{alpha:.6f}".rstrip("0").rstrip(".")
+    if float(text) != alpha:
+        raise GridError(f"alpha: {alpha!r} needs more than 6 decimals; use a value that prints exactly")
+    return text
+
+
+def run_key(term: str, mode: str, alpha: float) -> str:
+    if term not in OPTIMISABLE_TERMS:
+        raise GridError(f"term: {term!r} is not allowed; allowed values: {', '.join(OPTIMISABLE_TERMS)}")
+    return KEY_TEMPLATE.format(term=term, mode=parse_aggregation_mode(mode, "mode").value, alpha=format_alpha(alpha))
+
+
+def parse_run_key(key: str) -> tuple[str, str, float]:
+    """'tokcc_sum_1' -> ('tokcc', 'sum', 1.0); the inverse of run_key."""
+    parts = key.split("_")
+    if len(parts) != 3:
+        raise GridError(f"run key {key!r} is not term_mode_alpha")
+    term, mode, alpha_text = parts
+    if term not in OPTIMISABLE_TERMS or mode not in AGGREGATION_MODES:
+        raise GridError(
+            f"run key {key!r}: term must be one of {', '.join(OPTIMISABLE_TERMS)} and mode one of {', '.join(AGGREGATION_MODES)}"
+        )
+    try:
+        alpha = float(alpha_text)
+    except ValueError as err:
+        raise GridError(f"run key {key!r}: alpha {alpha_text!r} is not a number") from err
+    if format_alpha(alpha) != alpha_text:
+        raise GridError(f"run key {key!r}: alpha is not written canonically ({format_alpha(alpha)})")
+    return term, mode, alpha
+
+
+def run_path(family: str, term: str, mode: str, alpha: float, seed: int) -> str:
+    """The run's path under the runs folder: RUN_TEMPLATE filled, alpha written canonically."""
+    return RUN_TEMPLATE.format(family=family, term=term, mode=mode, alpha=format_alpha(alpha), seed=seed)
+
+
+def parse_run_path(path: str) -> dict:
+    """'{family}/{term}_{mode}_{alpha}/seed{seed}' (any prefix) -> its parameters."""
+    parts = path.rstrip("/").split("/")
+    if len(parts) < 3 or not parts[-1].startswith("seed") or not parts[-1][4:].isdigit():
+        raise GridError(f"run path {path!r} does not end in family/term_mode_alpha/seed<N>")
+    term, mode, alpha = parse_run_key(parts[-2])
+    return {"family": parts[-3], "term": term, "mode": mode, "alpha": alpha, "seed": int(parts[-1][4:])}
+
+
+def run_directory(results: str, path: str) -> str:
+    """A run's directory under the results folder, from its path (RUN_TEMPLATE)."""
+    return f"{results}/{RUNS_FOLDER}/{path}"
