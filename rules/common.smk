@@ -1,5 +1,6 @@
 """Helpers for every stage: paths under config['results'], the run grid, CLI flags, config checks."""
 
+import json
 import os
 import shlex
 from types import SimpleNamespace
@@ -137,15 +138,16 @@ def run_folder(wildcards):
     return run_directory(config["results"], RUN.format(**wildcards))
 
 
-def family_flags(wildcards):
-    """The trainer flags a chunk's family fixes; the run key's parts come from the wildcards."""
+def family_settings(wildcards):
+    """The settings a chunk's family fixes, as the one shell-quoted JSON object of the trainer's --settings; the run
+    key's parts come from the wildcards."""
     spec = chunk_runs(wildcards)[0]
-    arguments = spec.family_arguments()
+    settings = spec.family_arguments()
     if train_gpus(wildcards) > 0:
-        arguments.setdefault("device", "auto")
+        settings.setdefault("device", "auto")
     if spec.warm_start:
-        arguments["init_decoder"] = zfree_checkpoint()
-    return cli_arguments(arguments)
+        settings["init_decoder"] = zfree_checkpoint()
+    return shlex.quote(json.dumps(settings))
 
 
 def warm_start_checkpoint(wildcards):

@@ -28,11 +28,11 @@ rule train_run:
         train_slots=1,
     params:
         seeds=chunk_flags,
-        family=family_flags,
+        settings=family_settings,
     shell:
         "python -m experiments.synthetic_sequences.training.train_disentangled --threads {threads} "
         "--train-records {input.train:q} --val-records {input.val:q} --test-records {input.test:q} "
         "--train-scores {input.train_scores:q} --val-scores {input.val_scores:q} --reference {input.reference:q} "
         "--reconstruction-loss-token-aggregation-mode {wildcards.mode:q} --reconstruction-term {wildcards.term:q} "
         "--token-weight-alpha {wildcards.alpha:q} {params.seeds} --chunk-manifest {output:q} "
-        "{params.family} > {log:q} 2>&1"
+        "--settings {params.settings} > {log:q} 2>&1"

@@ -2,6 +2,8 @@
 
 import json
 import math
+import re
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +181,25 @@ def test_validation_rows_are_parsed_as_records_in_any_key_order(tmp_path):
     assert validation_rows(text.encode(), tmp_path) == [rows[1], rows[2]]
     assert validation_rows((text + "\n").encode(), tmp_path) == [rows[1], rows[2]]
     assert validation_rows(json.dumps(rows[0]).encode(), tmp_path) == []
+
+
+def test_a_row_is_a_validation_row_by_its_parsed_split_not_by_the_text_val():
+    validation = {"split": "val", "step": 1, "mutual_information": 0.0, "recon_nll_per_token": 0.4}
+    rows = [{"split": "train", "step": 1, "note": "val"}, validation]
+    rows.append({"step": 2, "split": "test", "val": "val"})
+    text = "\n".join(json.dumps(row) for row in rows).encode()
+    assert validation_rows(text, Path("m.jsonl")) == [rows[1]]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b'{"split": "train"}\n\n{"split": "val"}\n', "line 2 is not valid JSON"),
+        (b'{"split": "train"}\n[1, 2]\n', "line 2 is [1, 2], not a JSON record"),
+        (b'{"split": "train"}\n{"split": "val"}, {"split": "val"}\n', "line 2 is not valid JSON"),
+        (b'{"split": "train", "step": \n', "line 1 is not valid JSON"),
+    ],
+)
+def test_a_metrics_log_line_that_is_not_one_json_record_is_refused_by_its_number(text, message):
+    with pytest.raises(ValueError, match=re.escape(f"m.jsonl: {message}")):
+        validation_rows(text, Path("m.jsonl"))

@@ -204,6 +204,37 @@ def test_bad_settings_are_refused_naming_the_field(io_flags, tmp_path, capsys, f
     assert not (tmp_path / "run").exists()
 
 
+AS_JSON = {"beta": 0.2, "steps": 30, "reconstruction_term": "hybrid", "hybrid_coefficients": {"dist": 0.5}, "controls": "scale"}
+AS_FLAGS = ["--beta", "0.2", "--steps", "30", "--reconstruction-term", "hybrid", "--hybrid-coefficients", "dist=0.5", "--controls", "scale"]
+
+
+def test_settings_as_one_json_object_give_the_config_the_flags_give():
+    paths = ["--train-records", "t", "--val-records", "v", "--test-records", "x", "--train-scores", "a", "--val-scores", "b"]
+    paths += ["--reference", "r", "--run-dir", "d"]
+    from_json, _, _ = parse_config([*paths, "--settings", json.dumps(AS_JSON)])
+    from_flags, _, _ = parse_config([*paths, *AS_FLAGS])
+    assert from_json == from_flags
+    assert from_json[0].objective.beta == 0.2 and from_json[0].optim.steps == 30
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--settings", '{"beta": 0.2}', "--beta", "0.3"], "beta: given both as a flag and in --settings"),
+        (["--settings", '{"seed": 3}'], "seed: not in --settings; give the seeds and their folders as --seed and --run-dir"),
+        (["--settings", "[1, 2]"], "is not a JSON object"),
+        (["--settings", "{beta: 1}"], "not valid JSON"),
+        (["--settings", '{"steps": 10.5}'], "steps: 10.5 is not allowed; it must be an integer"),
+        (["--settings", '{"stpes": 10}'], "stpes: not a trainer setting"),
+    ],
+)
+def test_bad_json_settings_are_refused_naming_the_setting(io_flags, tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit):
+        main([*io_flags("mean", tmp_path / "run"), *flags])
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model_name", ["shared_discrete", "continuous"])
 def test_short_run_writes_every_artifact(io_flags, tmp_path, model_name):
