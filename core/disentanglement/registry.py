@@ -1,9 +1,13 @@
 """The one list of reconstruction terms and CVAE families; every other list is built from these.
 
-The trainer's CLI choices, the grid's checks, the rules' wildcard constraints and
-the config schema's enums (checked by tests/test_registry.py) all read them.
-No torch here: the Snakefile imports this at parse time. Model classes are named
-by import path and loaded only when a model is built.
+The trainer's CLI choices and settings, the grid's checks, the rules' wildcard
+constraints and the config schema's enums (checked by tests/test_registry.py) all
+read them. A new model family is its module (a torch-free settings dataclass and
+the model class, whose forward returns a CVAEOutput) plus one entry in MODELS:
+the trainer's settings gain its latent settings, and evaluation reads its
+posterior as categorical or Gaussian from that output (tests/test_model_families.py
+trains a toy family so). No torch here: the Snakefile imports this at parse time.
+Model classes are named by import path and loaded only when a model is built.
 """
 
 from __future__ import annotations

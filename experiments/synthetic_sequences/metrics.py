@@ -133,8 +133,13 @@ VIEWS = {
         "recon_nll_per_token",
         "recon_nll_per_example",
     ),
-    # curves.png: one panel per metric
+    # the plots: curves.png, one panel per metric; takeup.png, a strip of seeds per metric beside the take-up curves;
+    # separation.png and latent_usage.png, a panel per metric; mean_vs_sum.png, one panel of contrasts per metric
     "curve_panels": ("mutual_information", "strategy_information", "nmi", "shuffled_z_nll_rise_per_token", "recon_nll_per_token"),
+    "takeup_strips": ("mutual_information", "strategy_information"),
+    "separation_panels": ("strategy_information", "nmi", "probe_accuracy"),
+    "latent_usage_panels": ("mutual_information", "kl", "shuffled_z_nll_rise_per_token"),
+    "contrast_panels": ("took_up", "mutual_information", "strategy_information"),
     # metadata.json's train_diagnostics and the runs table's train_/val_ columns
     "train_diagnostics": (
         "tokens_mean",

@@ -161,7 +161,7 @@ def takeup(runs: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
     """A row per (main family, term, alpha): the take-up curves, then the per-seed strips of I(x;z) and strategy information."""
     keyed = runs.assign(arm=arm_column(runs), panel_family=runs.family.map(lambda family: control_of.get(family, family)))
     panels = sorted(keyed.groupby(["panel_family", "term", "alpha"]).groups)
-    strips = {"mutual_information": "final test I(x;z) (nats)", "strategy_information": "strategy information"}
+    strips = dict(zip(view("takeup_strips"), ("final test I(x;z) (nats)", "strategy information"), strict=True))
     fig, axes = plt.subplots(len(panels), 1 + len(strips), figsize=(13, 3.2 * len(panels)), squeeze=False)
     for (family, term, alpha), row_axes in zip(panels, axes, strict=True):
         panel = keyed[(keyed.panel_family == family) & (keyed.term == term) & (keyed.alpha == alpha)]
@@ -189,10 +189,10 @@ def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: di
     runs, contrasts, curve_table = pd.read_parquet(runs_path), pd.read_parquet(mean_vs_sum_path), pd.read_parquet(curves_path)
     outputs = [out_dir / f"{name}.png" for name in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves")]
     takeup(runs, control_of, outputs[0])
-    separation_metrics = ["strategy_information", "nmi", "probe_accuracy"]
-    by_condition(runs, separation_metrics, outputs[1], "Strategy separation on the test split (NMI: argmax codes; probe: E_q[z] / q)")
-    by_condition(runs, ["mutual_information", "kl", "shuffled_z_nll_rise_per_token"], outputs[2], "Latent usage on the test split")
-    deltas(contrasts[contrasts.subset == "all"], [PRIMARY, "mutual_information", "strategy_information"], outputs[3])
+    separation = "Strategy separation on the test split (NMI: argmax codes; probe: E_q[z] / q)"
+    by_condition(runs, list(view("separation_panels")), outputs[1], separation)
+    by_condition(runs, list(view("latent_usage_panels")), outputs[2], "Latent usage on the test split")
+    deltas(contrasts[contrasts.subset == "all"], list(view("contrast_panels")), outputs[3])
     curves(curve_table, control_of, outputs[4])
     return outputs
 

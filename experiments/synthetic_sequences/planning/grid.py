@@ -7,7 +7,7 @@ Config shape (validated by config/schema/config.schema.yaml first):
     seeds: 10                                # every family's seeds: a count (0..N-1) or a list; a family may set its own
     families:
       <family>:
-        model: shared_discrete | continuous
+        model: shared_discrete | continuous      # a family of core/disentanglement/registry.py
         seeds: [0, 1]                        # optional: this family's own seeds (a count or a list)
         beta: 0.2
         controls: none | scale | balance     # scale: reconstruction x mean train token count; balance: beta x it
