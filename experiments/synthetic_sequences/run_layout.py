@@ -47,11 +47,23 @@ class GridError(ValueError):
     """A run grid, run key or run path that is not well formed; the message names the field."""
 
 
+def run_file(name: str) -> property:
+    return property(lambda layout: layout.path / name, doc=f"the run's {name}")
+
+
 @dataclass(frozen=True)
 class RunLayout:
     """The files of one run directory."""
 
     path: Path
+
+    run_config = run_file(RUN_CONFIG)
+    metrics_log = run_file(METRICS_LOG)
+    partial_metrics_log = run_file(PARTIAL_METRICS_LOG)
+    model = run_file(MODEL)
+    evaluation = run_file(EVALUATION)
+    metadata = run_file(METADATA)
+    resume = run_file(RESUME)  # where a chunk whose first seed this run is keeps its state; a finished run has none
 
     def __post_init__(self):
         object.__setattr__(self, "path", Path(self.path))
@@ -59,35 +71,6 @@ class RunLayout:
     @property
     def outputs(self) -> dict[str, Path]:
         return {name: self.path / name for name in RUN_OUTPUTS}
-
-    @property
-    def run_config(self) -> Path:
-        return self.path / RUN_CONFIG
-
-    @property
-    def metrics_log(self) -> Path:
-        return self.path / METRICS_LOG
-
-    @property
-    def partial_metrics_log(self) -> Path:
-        return self.path / PARTIAL_METRICS_LOG
-
-    @property
-    def model(self) -> Path:
-        return self.path / MODEL
-
-    @property
-    def evaluation(self) -> Path:
-        return self.path / EVALUATION
-
-    @property
-    def metadata(self) -> Path:
-        return self.path / METADATA
-
-    @property
-    def resume(self) -> Path:
-        """Where a chunk whose first seed this run is keeps its resume state; a finished run has none."""
-        return self.path / RESUME
 
 
 def chunk_resume_file(run_dirs: Sequence[str | Path]) -> Path:
