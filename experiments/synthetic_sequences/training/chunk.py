@@ -159,13 +159,18 @@ class ChunkTask:
 
     @property
     def resume_path(self) -> Path:
-        return chunk_resume_file([seed.config.run.path for seed in self.seeds])
+        return resume_file(self.seeds)
 
     def save(self, step: int) -> None:
         stopped = {seed.key: seed.stopped for seed in self.seeds if seed.stopped is not None}
         rows = {seed.key: seed.log.rows for seed in self.seeds}
         save_resume(self.resume_path, step, self.stack, self.optimizer, stopped, rows, chunk_settings(self.seeds), self.inputs_sha256)
         self.last_saved = step
+
+
+def resume_file(seeds: list[Seed]) -> Path:
+    """The chunk's resume state (run_layout: in its first seed's run directory)."""
+    return chunk_resume_file([seed.config.run.path for seed in seeds])
 
 
 def chunk_settings(seeds: list[Seed]) -> dict:

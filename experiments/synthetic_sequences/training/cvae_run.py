@@ -23,8 +23,8 @@ from core.disentanglement.artifacts import save_torch, sha256_file, write_json
 from core.disentanglement.batching import BatchSchedule
 from core.disentanglement.config import NORMALISED_TERMS
 from core.disentanglement.training import LoopSchedule, NonFiniteLoss, TrainingLoop
-from experiments.synthetic_sequences.run_layout import FINISHED, chunk_resume_file, finished_at
-from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chunk_settings
+from experiments.synthetic_sequences.run_layout import FINISHED, finished_at
+from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chunk_settings, resume_file
 from experiments.synthetic_sequences.training.evaluate import evaluate
 from experiments.synthetic_sequences.training.inputs import RunInputs, input_hashes, load_inputs
 from experiments.synthetic_sequences.training.model_setup import build_optimizer, initial_model, initial_stack, resolve_device
@@ -195,7 +195,7 @@ def train_seeds(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: di
             )
         else:
             write_stopped(seed, task.seed_model(i), metadata[seed.key], timing)
-    chunk_resume_file([seed.config.run.path for seed in seeds]).unlink(missing_ok=True)
+    resume_file(seeds).unlink(missing_ok=True)
     if stopped := [seed for seed in seeds if seed.stopped is not None]:
         raise SeedsStopped(
             "; ".join(
@@ -209,15 +209,14 @@ def resume(seeds: list[Seed], stack, optimizer, inputs_sha256: dict) -> tuple[in
     """Load the chunk's resume state into the stack, the optimiser and the seeds' stops when one of the same chunk is
     there; returns the step to start from and the rows each seed's metrics log keeps ({} when starting fresh)."""
     partial_logs = {seed.key: seed.config.run.layout.partial_metrics_log for seed in seeds}
-    resume_file = chunk_resume_file([seed.config.run.path for seed in seeds])
-    resumed = load_resume(resume_file, chunk_settings(seeds), inputs_sha256, partial_logs)
+    resumed = load_resume(resume_file(seeds), chunk_settings(seeds), inputs_sha256, partial_logs)
     if resumed is None:
         return 0, {}
     stack.load_state_dict(resumed["model"])
     optimizer.load_state_dict(resumed["optimizer"])
     for seed in seeds:
         seed.stopped = resumed["stopped"].get(seed.key)
-    print(f"resuming seeds {', '.join(partial_logs)} from step {resumed['step']} ({resume_file})", file=sys.stderr, flush=True)
+    print(f"resuming seeds {', '.join(partial_logs)} from step {resumed['step']} ({resume_file(seeds)})", file=sys.stderr, flush=True)
     return resumed["step"], resumed["rows_logged"]
 
 
