@@ -8,7 +8,7 @@ snakemake --cores 2 tables --forcerun aggregate_tables    rebuild tables and plo
 
 from snakemake.utils import min_version, validate
 
-from experiments.synthetic_sequences.planning.config_files import check_config_files
+from experiments.synthetic_sequences.planning.config_files import check_config_files, check_integers, drop_removed_families
 
 min_version("9.0")
 
@@ -16,9 +16,14 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+CONFIG_SCHEMA = "config/schema/config.schema.yaml"
+
+
 check_config_files(workflow.configfiles)  # a key written twice is refused, not silently the last one
 
-validate(config, "config/schema/config.schema.yaml")
+drop_removed_families(config)  # `name: null` in a later config file removes a family of an earlier one
+validate(config, CONFIG_SCHEMA)
+check_integers(config, CONFIG_SCHEMA)  # JSON Schema takes 2.0 for an integer; a count is refused as a float here
 
 
 report: "report/workflow.rst"
@@ -30,13 +35,15 @@ include: "rules/common.smk"
 check_config()
 GRID = run_grid()
 CHUNKS = chunk_grid(GRID.values(), seeds_per_job())  # the training jobs
-# the record of what the tables may read, rewritten at parse time (a dry run too) only when its content changes
-write_grid(results(GRID_FILE), GRID.values())
+# the record of what the tables may read, named by its content: rule record_grid writes it (a dry run writes nothing)
+GRID_DOCUMENT = grid_document(GRID.values())
+GRID_RECORD = results(grid_file(GRID_DOCUMENT))
 
 
 # Seconds-long jobs run where snakemake runs, not as Slurm jobs: a queue wait would exceed their work. Only the
 # trainings (z-free and CVAE) are submitted.
 localrules:
+    record_grid,
     synthetic_sequences,
     score_records,
     reference_scale,

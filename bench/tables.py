@@ -6,7 +6,7 @@ One real run of the default pilot's discrete family is trained briefly; its
 run directory (eval.json, metrics.jsonl, run_config.json, model.pt, metadata.json) is
 the template for N synthesised run directories keyed like the pipeline's
 (10 term/mode pairs x N/10 seeds, each with its own run_config and eval values
-jittered by its seed, and metrics.jsonl stretched to the pilot's length), and the grid.json they belong to. Timed
+jittered by its seed, and metrics.jsonl stretched to the pilot's length), and the record of the grid they belong to. Timed
 in-process, with the rules' own CLI entry points: `tables extract` of every run, then one `tables aggregate` over all
 of them, bound to the grid and to the inputs' hashes as the pipeline's is.
 Target: under 10 s at 1,000 runs, linear growth. Also timed: one `tables
@@ -38,7 +38,7 @@ from bench.common import (
 )
 from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.analysis import tables
-from experiments.synthetic_sequences.planning.bindings import GRID_FILE, write_grid
+from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER, grid_document, grid_file, write_grid
 from experiments.synthetic_sequences.planning.grid import expand_grid
 from experiments.synthetic_sequences.run_layout import RunLayout, run_directory
 from experiments.synthetic_sequences.training.cvae_run import train
@@ -76,7 +76,7 @@ def current_inputs(paths: dict[str, str], template: Path) -> dict[str, str]:
 
 def synthesise_runs(template: Path, root: Path, runs: int, inputs: dict[str, str]) -> list[Path]:
     """`runs` run directories under root/runs in the pipeline's layout, made from one real (short) run directory, and
-    root/grid.json, the grid they belong to: each run's run_config.json is its grid entry's, its metadata.json records
+    root/grid/<digest>.json, the grid they belong to: each run's run_config.json is its grid entry's, its metadata.json records
     the sha256 of `inputs`, as a run trained by the pipeline would."""
     source = RunLayout(template)
     evaluation = json.loads(source.evaluation.read_text())
@@ -86,7 +86,8 @@ def synthesise_runs(template: Path, root: Path, runs: int, inputs: dict[str, str
     metrics = pilot_length_metrics(template_rows, settings["steps"], settings["eval_every"])
     digests = {name: sha256_file(path) for name, path in inputs.items()}
     specs = expand_grid(synthetic_families(runs))
-    write_grid(root / GRID_FILE, specs)
+    document = grid_document(specs)
+    write_grid(document, root / grid_file(document))
     run_dirs = []
     for spec in specs:
         run_dir = Path(run_directory(str(root), spec.path))
@@ -118,9 +119,10 @@ def extract_and_aggregate(run_dirs: list[Path], root: Path, data_summary: str, i
         metric_paths.append(str(out))
     extracted = time.perf_counter()
     references = [path for name, path in inputs.items() if name.startswith("reference_")]
+    (grid_record,) = (root / GRID_FOLDER).glob("*.json")  # synthesise_runs wrote one
     tables.main(
         ["aggregate", "--metrics", *metric_paths, "--data-summary", data_summary, "--references", *references]
-        + ["--grid", str(root / GRID_FILE), *(f"--input={name}={path}" for name, path in inputs.items())]
+        + ["--grid", str(grid_record), *(f"--input={name}={path}" for name, path in inputs.items())]
         + ["--out-dir", str(root / "tables")]
     )
     return extracted - started, time.perf_counter() - extracted

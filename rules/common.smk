@@ -16,7 +16,7 @@ from experiments.synthetic_sequences.planning.grid import (
     expand_grid,
     modes_used,
 )
-from experiments.synthetic_sequences.planning.bindings import GRID_FILE, write_grid
+from experiments.synthetic_sequences.planning.bindings import grid_document, grid_file, write_grid
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.run_layout import CHUNK_TEMPLATE, RUN_TEMPLATE, RUNS_FOLDER, run_directory
@@ -79,7 +79,23 @@ def run_grid():
     family that is not its main family with one factor changed, naming them, before any job runs."""
     specs = expand_grid(config["families"], config.get("seeds"))
     check_pairings(config["families"], config.get("seeds"))
+    check_batch_sizes(specs)
     return {spec.path: spec for spec in specs}
+
+
+def check_batch_sizes(specs):
+    """A batch cannot hold more records than the train split has: refused rather than silently cut to n_train, which
+    run_config.json would not record."""
+    n_train = config["data"]["n_train"]
+    if config["zfree"]["batch_size"] > n_train:
+        raise ValueError(f"zfree.batch_size: {config['zfree']['batch_size']} is more than data.n_train ({n_train}) records")
+    for family in sorted({spec.family for spec in specs}):
+        batch_size = next(spec for spec in specs if spec.family == family).train_config().optim.batch_size
+        if batch_size > n_train:
+            raise ValueError(
+                f"families.{family}.settings.batch_size: {batch_size} is more than data.n_train ({n_train}) records; "
+                "a batch draws each record once"
+            )
 
 
 def results(path):

@@ -1,3 +1,14 @@
+rule record_grid:
+    output:
+        GRID_RECORD,
+    log:
+        results("logs/record_grid.log"),
+    run:
+        # the document was built and checked at parse time; written here so that only a run that will read it writes it
+        write_grid(GRID_DOCUMENT, output[0])
+        Path(log[0]).write_text(f"{output[0]}: the record of {len(GRID)} runs\n")
+
+
 rule extract_metrics:
     input:
         # the run's files are checked by extraction itself: hashed against metadata.json's outputs_sha256
@@ -24,7 +35,7 @@ rule aggregate_tables:
         metrics=run_metrics(),
         summary=results("data/summary.json"),
         references=reference_artifacts(),
-        grid=results(GRID_FILE),  # the runs the tables may read; each run's inputs are held to current_inputs()
+        grid=GRID_RECORD,  # the runs the tables may read; each run's inputs are held to current_inputs()
         current=list(current_inputs().values()),
     output:
         tables=reported_table_files(),
@@ -44,7 +55,7 @@ rule aggregate_tables:
         inputs=input_flags(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.tables aggregate --metrics {input.metrics:q} "
-        "--data-summary {input.summary:q} --references {input.references:q} --control-of {params.control_of:q} "
+        "--data-summary {input.summary:q} --references {input.references:q} --control-of={params.control_of:q} "
         "--grid {input.grid:q} {params.inputs} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
@@ -69,5 +80,5 @@ rule plots:
         control_of=control_pairs(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.plots --runs {input.runs:q} "
-        "--mean-vs-sum {input.mean_vs_sum:q} --curves {input.curves:q} --control-of {params.control_of:q} "
+        "--mean-vs-sum {input.mean_vs_sum:q} --curves {input.curves:q} --control-of={params.control_of:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"

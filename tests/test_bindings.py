@@ -10,6 +10,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     check_inputs,
     compared_settings,
     grid_document,
+    grid_file,
     parse_input,
     write_grid,
 )
@@ -95,15 +96,18 @@ def test_a_run_of_other_inputs_is_refused_naming_the_input():
         check_inputs([warm], CURRENT, "results")
 
 
-def test_grid_json_is_rewritten_only_when_its_content_changes(tmp_path):
-    path = tmp_path / "grid.json"
+def test_a_grids_record_is_named_by_its_content(tmp_path):
     specs = expand_grid(FAMILIES)
-    write_grid(path, specs)
-    first = path.stat().st_mtime_ns
-    write_grid(path, specs)
-    assert path.stat().st_mtime_ns == first
-    write_grid(path, expand_grid({"main": {**FAMILIES["main"], "beta": 0.2}}))
-    assert json.loads(path.read_text())["runs"][RUN0]["settings"]["objective.beta"] == 0.2
+    document = grid_document(specs)
+    assert grid_file(document) == grid_file(grid_document(expand_grid(FAMILIES)))  # the same grid, the same name
+    other = grid_document(expand_grid({"main": {**FAMILIES["main"], "beta": 0.2}}))
+    assert grid_file(other) != grid_file(document) and grid_file(document).startswith("grid/")
+    path = tmp_path / grid_file(document)
+    path.parent.mkdir()
+    write_grid(document, path)
+    assert json.loads(path.read_text()) == document
+    with pytest.raises(ValueError, match=r"is not the record of this grid: it is named grid/[0-9a-f]{16}\.json"):
+        write_grid(other, path)
 
 
 def test_compared_settings_leave_out_paths_and_logging_and_keep_the_warm_start():

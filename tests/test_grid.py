@@ -225,3 +225,9 @@ def test_a_main_family_takes_at_most_one_control_family_of_each_kind():
 @pytest.mark.parametrize("name", ["config.yaml", "pilot.yaml", "smoke.yaml", "cold_start.yaml"])
 def test_the_shipped_configs_pair_their_controls(name):
     check_pairings(*merged_families(name))  # raises GridError naming the field otherwise
+
+
+def test_a_control_pairs_with_its_main_familys_seeds_in_any_order():
+    config = paired(seeds=[1, 0])
+    config["main"]["seeds"] = [0, 1]
+    check_pairings(config)  # runs pair by seed value: [1, 0] are the main family's [0, 1]

@@ -11,6 +11,7 @@ import pytest
 from snakemake_executor_plugin_slurm.utils import get_job_wildcards
 from snakemake_interface_executor_plugins.utils import TargetSpec, encode_target_jobs_cli_args
 
+from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
 from experiments.synthetic_sequences.planning.slurm_jobs import CHUNK_WILDCARDS, parse_job_comment, runs_of_slurm_job
 from experiments.synthetic_sequences.run_layout import GridError, parse_run_path
 
@@ -27,7 +28,29 @@ def dry_run_train_jobs(configfile, results, *config):
         timeout=120,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    grid = json.loads((Path(results) / "grid.json").read_text())["runs"]
+    # a dry run writes nothing: the grid's record is the one job of rule record_grid, its file named by its content
+    recorded = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "record_grid",
+            "--cores",
+            "1",
+            "--configfile",
+            configfile,
+            "--config",
+            f"results={results}",
+            *config,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert recorded.returncode == 0, recorded.stderr[-2000:]
+    (record,) = (Path(results) / GRID_FOLDER).glob("*.json")
+    grid = json.loads(record.read_text())["runs"]
     jobs, rule = [], None
     for line in run.stdout.splitlines():
         stripped = line.strip()

@@ -1,10 +1,18 @@
 import json
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from core.disentanglement.records import RecordsError, read_records, write_records
-from experiments.synthetic_sequences.generate import SequenceConfig, generate, generate_split, length_only_accuracy, main
+from experiments.synthetic_sequences.generate import (
+    SequenceConfig,
+    generate,
+    generate_split,
+    length_only_accuracy,
+    main,
+    records_to_evaluate,
+)
 from experiments.synthetic_sequences.splits import SPLITS
 from experiments.synthetic_sequences.tasks import EOS, TASKS, VOCAB, ParseError, parse_output
 
@@ -158,3 +166,20 @@ def test_bad_records_files_are_named_in_the_error(tmp_path):
     with pytest.raises(RecordsError, match="outside the vocabulary of size 5"):
         read_records(tmp_path / "small_vocab.parquet")
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("split", ["val", "test"])
+def test_a_split_too_small_to_evaluate_is_refused_naming_the_size_that_would_do(tmp_path, split):
+    with pytest.raises(SystemExit) as stop:
+        main(["--out-dir", str(tmp_path / "out"), "--n-train", "50", f"--n-{split}", "1", "--tasks", "sort", "count"])
+    error = str(stop.value)
+    config = SequenceConfig(tasks=("sort", "count"))
+    needed = records_to_evaluate(config, split)
+    assert f"error: data.n_{split}: 1 records hold" in error and f"set n_{split} to at least {needed}" in error
+    assert not (tmp_path / "out").exists()  # nothing written, the other splits neither
+
+    def evaluable(n):  # counted by hand from the split itself
+        counts = generate_split(replace(config, **{f"n_{split}": n}), split).groupby(["task", "strategy"]).size()
+        return len(counts) == 6 and counts.min() >= 2
+
+    assert evaluable(needed) and not evaluable(needed - 1)

@@ -1,4 +1,5 @@
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -262,10 +263,11 @@ def trainer_command(flags):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["SIGTERM", "SIGINT", "SIGKILL"])
 def test_resume_after_a_stop_ends_like_an_uninterrupted_run(io_flags, tmp_path, stop):
-    """SIGTERM: the run saves its state at the step it stops. SIGKILL: it resumes from its last checkpoint (step 10,
-    say), and the metrics rows it had appended after it are cut from metrics.jsonl before they are logged again."""
+    """SIGTERM, and SIGINT (Ctrl-C): the run saves its state at the step it stops. SIGKILL: it resumes from its last
+    checkpoint (step 10, say), and the metrics rows it had appended after it are cut from metrics.jsonl before they
+    are logged again."""
     common = [*TINY_MODEL, *FAST, "--steps", "40", "--checkpoint-every", "5", "--estimator", "gumbel"]
     straight = subprocess.run(
         trainer_command([*io_flags("sum", tmp_path / "straight"), *common]), cwd=ROOT, capture_output=True, text=True, timeout=600
@@ -279,7 +281,7 @@ def test_resume_after_a_stop_ends_like_an_uninterrupted_run(io_flags, tmp_path, 
             process.send_signal(stop)
             break
     process.stderr.read()
-    assert process.wait(timeout=300) == (128 + stop if stop == signal.SIGTERM else -stop)
+    assert process.wait(timeout=300) == (-stop if stop == signal.SIGKILL else 128 + stop)
     assert (interrupted / RESUME).is_file() and not (interrupted / "eval.json").exists()
     if stop == signal.SIGKILL:  # rows after the last checkpoint are in the log, to be cut on resume
         rows_logged = torch.load(interrupted / RESUME, weights_only=False)["rows_logged"]["0"]  # seed 0, the chunk's one seed
@@ -298,7 +300,7 @@ def test_resume_after_a_stop_ends_like_an_uninterrupted_run(io_flags, tmp_path, 
     b = torch.load(tmp_path / "straight" / "model.pt", weights_only=False)["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
     resumed_from = json.loads((interrupted / "metadata.json").read_text())["resumed_from_step"]
-    assert resumed_from >= 13 if stop == signal.SIGTERM else resumed_from % 5 == 0  # SIGKILL: a --checkpoint-every step
+    assert resumed_from % 5 == 0 if stop == signal.SIGKILL else resumed_from >= 13  # SIGKILL: a --checkpoint-every step
 
 
 def mean_train_tokens(records_path) -> float:
@@ -321,3 +323,44 @@ def test_a_control_multiplies_its_weight_by_the_train_splits_mean_token_count(io
             assert row["beta_kl"] == pytest.approx(resolved["beta"] * row["kl"], rel=1e-5, abs=1e-9)
             expected = resolved["reconstruction_scale"] * row["reconstruction_objective"] + row["beta_kl"]
             assert row["loss"] == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("model_name", ["shared_discrete", "continuous"])
+def test_a_diverging_run_stops_on_its_non_finite_loss_alone_and_in_a_chunk(io_flags, tmp_path, model_name):
+    """At one seed per job the model is called directly and its input checks can see the values: a blow-up must still
+    stop on the non-finite loss, naming the step, with the stopped record and the last good weights, as in a chunk."""
+    # the default width: the tiny model of the other tests stays finite in its posterior a step longer than its loss
+    diverging = [
+        *FAST,
+        "--batch-size",
+        "32",
+        "--num-codes",
+        "3",
+        "--model",
+        model_name,
+        "--steps",
+        "40",
+        "--lr",
+        "1000",
+        "--grad-clip",
+        "1e6",
+    ]
+    records = {}
+    for seeds in (["0"], ["0", "1"]):
+        dirs = [str(tmp_path / f"chunk{len(seeds)}" / f"seed{seed}") for seed in seeds]
+        flags = [flag for flag in io_flags("mean", dirs[0]) if flag not in ("--run-dir", dirs[0])]
+        with pytest.raises(SystemExit) as stop:
+            main([*flags, *diverging, "--seed", *seeds, "--run-dir", *dirs])
+        message = str(stop.value)
+        assert re.fullmatch(
+            r"error: seed 0 stopped at step \d+: (loss is (nan|inf)|validation: the posterior .* is not finite)"
+            r".*its weights after \d+ steps in .*model\.pt.*",
+            message,
+        )
+        metadata = json.loads((Path(dirs[0]) / "metadata.json").read_text())
+        assert "finished" not in metadata and re.match(
+            rf"step {metadata['stopped']['step']}: (loss is|validation: the posterior)", metadata["stopped"]["error"]
+        )
+        assert (Path(dirs[0]) / "model.pt").is_file() and not (Path(dirs[0]) / "eval.json").exists()
+        records[len(seeds)] = set(metadata["stopped"])
+    assert records[1] == records[2] == {"step", "error", "timing"}

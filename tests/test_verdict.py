@@ -159,3 +159,24 @@ def test_an_unclear_control_share_says_how_many_seeds_would_tell():
     assert takeup["seeds_needed"] > 10 and f"about {int(takeup['seeds_needed'])} seeds per arm would tell" in takeup["verdict"]
     last = verdict_markdown(lines, table, CONTROL_OF).rstrip().splitlines()[-1]
     assert f"--config seeds={int(lines.seeds_needed.max())}`" in last
+
+
+def test_a_family_with_one_control_names_the_absent_one_on_the_line_and_above_it():
+    table = runs(arm_runs("mean", 0, 10), arm_runs("sum", 10, 10), arm_runs("scale", 10, 10))
+    control_of = {"main-scale": "main"}
+    contrasts = contrast_table(table, control_of)
+    lines = verdict_table(table, contrasts, control_of)
+    takeup = lines[lines.endpoint == "take-up"].iloc[0]
+    assert takeup["reading"] == "raises" and takeup["scale"] == "all of it" and takeup["balance"] == "-"
+    assert "Scale reproduces all of it" in takeup["verdict"] and "no balance control was run" in takeup["verdict"]
+    page = verdict_markdown(lines, table, control_of)
+    assert "Controls not run: balance. " in page and "`controls: balance` and `control_of: main`" in page
+    every_arm = runs(*(arm_runs(arm, 10, 10) for arm in ARMS))
+    both = verdict_table(every_arm, contrast_table(every_arm, CONTROL_OF), CONTROL_OF)
+    assert "Controls not run" not in verdict_markdown(both, every_arm, CONTROL_OF)
+
+
+def test_no_onset_in_either_arm_is_said_once():
+    lines = verdict(runs(arm_runs("mean", 0, 4), arm_runs("sum", 0, 4)))
+    text = lines["onset"]["verdict"]
+    assert "so there is no onset to compare" in text and text.count("no onset") == 1

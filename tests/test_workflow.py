@@ -17,6 +17,7 @@ import torch
 import yaml
 
 from core.disentanglement.scores import read_scores
+from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
 from experiments.synthetic_sequences.planning.slurm_jobs import slurm_client_without_controller
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,6 +133,14 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({("families", "discrete-scale", "beta"): 0.5}, "families.discrete-scale: a scale control must equal its main family discrete"),
         ({("reference", "checkpoint"): "old/run.pt"}, "reference.checkpoint is read only with source: entangled"),
         ({("families", "f" * 65): {"model": "shared_discrete", "runs": [{"term": "raw", "modes": ["mean"]}]}}, "family names are 1-64"),
+        # counts are true integers: JSON Schema alone takes 2.0
+        ({("seeds",): 2.0}, "seeds = 2.0: a count must be a whole number"),
+        ({("seeds_per_job",): 2.0}, "seeds_per_job = 2.0: a count must be a whole number"),
+        (
+            {("families", "discrete", "settings", "batch_size"): 5000},
+            "families.discrete.settings.batch_size: 5000 is more than data.n_train (4000)",
+        ),
+        ({("zfree", "batch_size"): 5000}, "zfree.batch_size: 5000 is more than data.n_train (4000) records"),
     ],
 )
 def test_bad_config_fails_at_parse_time_naming_the_field(tmp_path, override, message):
@@ -294,7 +303,9 @@ def test_stale_runs_are_refused_without_snakemakes_metadata(pipeline, tmp_path):
     log = (results / "logs" / "aggregate_tables.log").read_text()
     assert "40 run(s) were trained with other settings than the grid gives them (stale)" in log
     assert "optim.steps 400 (grid: 60)" in log and f"rm -r {results}/runs/" in log
-    assert json.loads((results / "grid.json").read_text())["runs"]["discrete/raw_sum_0/seed0"]["settings"]["optim.steps"] == 60
+    records = {path: json.loads(path.read_text()) for path in (results / GRID_FOLDER).glob("*.json")}
+    assert len(records) == 2  # the pilot's grid and the new one, each named by its content
+    assert [r["runs"]["discrete/raw_sum_0/seed0"]["settings"]["optim.steps"] for r in records.values()].count(60) == 1
 
 
 @pytest.mark.slow
@@ -308,3 +319,109 @@ def test_a_sum_run_forced_onto_a_mean_artifact_is_refused(pipeline, tmp_path):
     log = (results / "logs" / "train_run" / "discrete" / "raw_sum_0" / "seeds0-0.log").read_text()
     assert "built in mode 'mean' but the run uses mode 'sum'" in log
     assert not (results / "runs" / "discrete" / "raw_sum_0" / "seed0" / "eval.json").exists()
+
+
+# A continuous family with both controls, raw and the hybrid in both modes, beside a discrete family without controls
+# (config.yaml's two control families removed by `null`): every table, plot and verdict line, at tiny settings.
+TINY_MIXED = """
+data: {n_train: 200, n_val: 60, n_test: 60}
+zfree: {steps: 30}
+seeds: 1
+families:
+  discrete:
+    settings: {steps: 10, eval_every: 5, eval_prompts_per_code: 2}
+  discrete-scale: null
+  discrete-balance: null
+  continuous: &continuous
+    model: continuous
+    beta: 0.05
+    controls: none
+    warm_start: true
+    settings: &continuous_settings {steps: 10, eval_every: 5, batch_size: 32, latent_dim: 4, eval_prompts_per_code: 2}
+    hybrid: {tokcc: 0.5, dist: 0.5}
+    runs:
+      - {term: raw, modes: [mean, sum]}
+      - {term: hybrid, alpha: 1, modes: [mean, sum]}
+  continuous-scale:
+    <<: *continuous
+    controls: scale
+    control_of: continuous
+    runs: [{term: raw, modes: [mean]}]
+  continuous-balance:
+    <<: *continuous
+    controls: balance
+    control_of: continuous
+    runs: [{term: raw, modes: [sum]}]
+"""
+
+
+@pytest.fixture(scope="module")
+def mixed_pipeline(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mixed")
+    (folder / "config.yaml").write_text(TINY_MIXED)
+    results = folder / "results"
+    run = snakemake("--cores", "2", "--configfile", str(folder / "config.yaml"), "--config", f"results={results}", timeout=900)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return folder / "config.yaml", results
+
+
+def test_the_continuous_family_and_a_family_without_controls_reach_the_verdict(mixed_pipeline):
+    _, results = mixed_pipeline
+    runs = pd.read_parquet(results / "tables" / "runs.parquet")
+    assert set(runs.family) == {"discrete", "continuous", "continuous-scale", "continuous-balance"} and len(runs) == 8
+    continuous = runs[runs.model == "continuous"]
+    assert (continuous.mutual_information_se > 0).all() and (runs[runs.model == "shared_discrete"].mutual_information_se == 0).all()
+    verdict = (results / "tables" / "verdict.md").read_text()
+    for section in ("## continuous raw alpha=0", "## continuous hybrid alpha=1", "## discrete raw alpha=0"):
+        assert section in verdict
+    discrete = verdict.split("## discrete raw alpha=0")[1].split("## Summary")[0]
+    assert "Controls not run: scale and balance." in discrete
+    raw = verdict.split("## continuous raw alpha=0")[1].split("## ")[0]
+    assert "Controls not run" not in raw and "scale: continuous-scale/raw_mean_0 seeds 0" in raw
+    hybrid = verdict.split("## continuous hybrid alpha=1")[1].split("## ")[0]
+    assert "Controls not run: scale and balance." in hybrid  # the controls run raw only
+    for plot in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves"):
+        assert (results / "plots" / f"{plot}.png").stat().st_size > 0
+
+
+def test_a_dry_run_with_more_seeds_changes_nothing_on_disk(mixed_pipeline):
+    config, results = mixed_pipeline
+
+    def contents():
+        return {path: path.read_bytes() for path in sorted(results.rglob("*")) if path.is_file()}
+
+    before = contents()
+    run = snakemake("-n", "--configfile", str(config), "--config", f"results={results}", "seeds=3")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "record_grid" in run.stdout and "train_run" in run.stdout  # it plans the new grid's record and runs
+    assert contents() == before
+
+
+TINY_PILOT = """
+data: {n_train: 200, n_val: 60, n_test: 60}
+zfree: {steps: 40}
+seeds: 2
+seeds_per_job: 2
+families:
+"""
+TINY_PILOT += "".join(
+    f"  {family}: {{settings: {{steps: 20, eval_every: 10, eval_prompts_per_code: 4}}}}\n"
+    for family in ("discrete", "discrete-scale", "discrete-balance", "continuous", "continuous-scale", "continuous-balance")
+)
+
+
+@pytest.mark.slow
+def test_the_specs_pilot_runs_end_to_end_at_tiny_settings(tmp_path):
+    """config/pilot.yaml itself (both families, every term, both controls), its steps, data and seeds per job cut."""
+    (tmp_path / "tiny.yaml").write_text(TINY_PILOT)
+    results = tmp_path / "results"
+    run = snakemake(
+        "--cores", "2", "--configfile", "config/pilot.yaml", str(tmp_path / "tiny.yaml"), "--config", f"results={results}", timeout=1500
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    runs = pd.read_parquet(results / "tables" / "runs.parquet")
+    assert len(runs) == 2 * 2 * (8 + 2) and set(runs.model) == {"shared_discrete", "continuous"}
+    verdict = (results / "tables" / "verdict.md").read_text()
+    for family in ("discrete", "continuous"):
+        for section in ("dist alpha=0", "tokcc alpha=1", "hybrid alpha=1", "raw alpha=0"):
+            assert f"## {family} {section}" in verdict

@@ -107,9 +107,12 @@ def posterior_expectation(per_sample: torch.Tensor, sample_weights: torch.Tensor
         return per_sample.mean(dim=0)
     if sample_weights.shape != per_sample.shape:
         raise ValueError(f"sample_weights must be [S, B] = {tuple(per_sample.shape)}, got {tuple(sample_weights.shape)}")
+    # Non-finite weights pass through: they come from a diverged model, and the loss they make non-finite stops the run
+    # with its step named (training.non_finite_loss), as it does inside torch.vmap, where nothing here can branch.
     column_sums = sample_weights.detach().sum(dim=0)
-    if inspectable(column_sums) and not torch.allclose(column_sums, torch.ones_like(column_sums), atol=1e-4):
-        low, high = column_sums.min().item(), column_sums.max().item()
+    finite = column_sums[torch.isfinite(column_sums)] if inspectable(column_sums) else None
+    if finite is not None and not torch.allclose(finite, torch.ones_like(finite), atol=1e-4):
+        low, high = finite.min().item(), finite.max().item()
         raise ValueError(f"sample_weights must sum to 1 over S for every example; got sums in [{low:.6g}, {high:.6g}]")
     return (sample_weights * per_sample).sum(dim=0)
 

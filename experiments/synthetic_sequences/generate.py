@@ -14,8 +14,9 @@ problem size weakly predictive of strategy, one of the spec's expected confounds
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,6 +30,9 @@ from experiments.synthetic_sequences.splits import SPLITS
 from experiments.synthetic_sequences.tasks import DIRECT, TASKS, VOCAB, render_output
 
 MAX_ITEMS = 9  # running counts are single digits
+EVALUATED_SPLITS = ("val", "test")  # the learning curves' and the final evaluation's
+EVALUATED_PER_STRATEGY = 2  # records of each strategy of each task those splits need: a probe's two folds
+MAX_RECORDS = 100_000  # how far records_to_evaluate looks
 
 
 @dataclass(frozen=True)
@@ -61,29 +65,72 @@ class SequenceConfig:
         return self.min_size, self.max_size + round(self.length_overlap * (MAX_ITEMS - self.max_size))
 
 
-def generate_split(config: SequenceConfig, split: str) -> pd.DataFrame:
+def draw_records(config: SequenceConfig, split: str) -> Iterator[dict]:
+    """The split's records one after another: the first n of them are the split of n_<split> = n."""
     rng = np.random.default_rng([config.seed, SPLITS.index(split)])
     token_id = {token: i for i, token in enumerate(VOCAB)}
-    rows = []
-    for i in range(getattr(config, f"n_{split}")):
+    for i in itertools.count():
         task_name = config.tasks[rng.integers(len(config.tasks))]
         task = TASKS[task_name]
         strategy = task.strategies[rng.integers(len(task.strategies))]
         low, high = config.size_range(strategy)
         problem = task.sample(rng, int(rng.integers(low, high + 1)))
         y = render_output(task_name, problem, strategy)
-        rows.append(
-            {
-                "id": f"{split}-{i:06d}",
-                "task": task_name,
-                "strategy": strategy,
-                "answer": problem.answer,
-                "x": [token_id[t] for t in problem.x],
-                "y": [token_id[t] for t in y],
-                "y_length": len(y),
-            }
-        )
-    return pd.DataFrame(rows)
+        yield {
+            "id": f"{split}-{i:06d}",
+            "task": task_name,
+            "strategy": strategy,
+            "answer": problem.answer,
+            "x": [token_id[t] for t in problem.x],
+            "y": [token_id[t] for t in y],
+            "y_length": len(y),
+        }
+
+
+def generate_split(config: SequenceConfig, split: str) -> pd.DataFrame:
+    return pd.DataFrame(itertools.islice(draw_records(config, split), getattr(config, f"n_{split}")))
+
+
+def strategy_cells(config: SequenceConfig) -> list[tuple[str, str]]:
+    return [(task, strategy) for task in config.tasks for strategy in TASKS[task].strategies]
+
+
+def records_to_evaluate(config: SequenceConfig, split: str) -> int | None:
+    """The fewest records of the split (at this data seed) that hold every strategy of every task EVALUATED_PER_STRATEGY
+    times, or None if the first MAX_RECORDS do not."""
+    missing = dict.fromkeys(strategy_cells(config), EVALUATED_PER_STRATEGY)
+    for count, record in enumerate(itertools.islice(draw_records(config, split), MAX_RECORDS), start=1):
+        cell = (record["task"], record["strategy"])
+        if missing.get(cell):
+            missing[cell] -= 1
+            if not any(missing.values()):
+                return count
+    return None
+
+
+def check_evaluable(config: SequenceConfig, split: str, frame: pd.DataFrame) -> None:
+    """Refuse a validation or test split that evaluation cannot read: one that lacks a strategy of a task, or holds
+    it once (a linear probe needs two folds of every strategy; strategy information within a task needs its
+    strategies), naming the setting and the smallest value that would do."""
+    counts = frame.groupby(["task", "strategy"]).size() if len(frame) else pd.Series(dtype=int)
+    short = [
+        f"{task}/{strategy} {int(counts.get((task, strategy), 0))}x"
+        for task, strategy in strategy_cells(config)
+        if counts.get((task, strategy), 0) < EVALUATED_PER_STRATEGY
+    ]
+    if not short:
+        return
+    needed = records_to_evaluate(config, split)
+    advice = (
+        f"set n_{split} to at least {needed} (at data.seed {config.seed} its first {needed} records hold them)"
+        if needed
+        else f"not even {MAX_RECORDS} records hold them at data.seed {config.seed}"
+    )
+    raise ValueError(
+        f"n_{split}: {len(frame)} records hold {', '.join(short)}; evaluation needs every strategy of every task at least "
+        f"{EVALUATED_PER_STRATEGY} times in the {split} split (a probe's two folds, strategy information within each task): "
+        f"{advice}"
+    )
 
 
 def length_only_accuracy(frame: pd.DataFrame) -> float:
@@ -105,11 +152,14 @@ def summarise(frame: pd.DataFrame) -> dict:
 
 
 def generate(config: SequenceConfig, out_dir: str | Path) -> dict:
-    """Write {split}.parquet for every split and summary.json; return the summary."""
+    """Write {split}.parquet for every split and summary.json; return the summary. A split that evaluation could not
+    read is refused before anything is written."""
     out_dir = Path(out_dir)
+    frames = {split: generate_split(config, split) for split in SPLITS}
+    for split in EVALUATED_SPLITS:
+        check_evaluable(config, split, frames[split])
     summary = {"config": asdict(config), "vocab_size": len(VOCAB)}
-    for split in SPLITS:
-        frame = generate_split(config, split)
+    for split, frame in frames.items():
         write_records(frame, out_dir / f"{split}.parquet", vocab=list(VOCAB), split=split, metadata=asdict(config))
         summary[split] = summarise(frame)
     write_json(summary, out_dir / "summary.json")
@@ -128,7 +178,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         config = SequenceConfig(**args)
     except ValueError as err:
         parser.error(str(err))
-    summary = generate(config, out_dir)
+    try:
+        summary = generate(config, out_dir)
+    except ValueError as err:
+        sys.exit(f"error: data.{err}")
     for split in SPLITS:
         acc = summary[split]["length_only_strategy_accuracy"]["overall"]
         print(f"{split}: {summary[split]['records']} records, length-only strategy accuracy {acc:.3f}", file=sys.stderr)

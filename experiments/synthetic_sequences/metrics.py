@@ -27,6 +27,7 @@ class Metric:
     margin: float | None = None  # the smallest effect of interest of a contrast, in the metric's unit
     bounds: tuple[float, float] | None = None  # the values extraction accepts (a float's residue aside)
     over_batches: str | None = None  # a training diagnostic: how a run reduces its per-batch values
+    standard_error: str | None = None  # a Monte Carlo estimate: the metric holding its standard error, beside it
 
     def __post_init__(self):
         if self.direction not in DIRECTIONS:
@@ -45,7 +46,9 @@ REGISTRY = (
     Metric("onset_step", "onset of take-up", "step", "lower"),
     Metric("converged", "converged", "flag", "neither"),
     # latent usage
-    Metric("mutual_information", "I(x;z) (nats)", NATS, "higher", margin=0.05, bounds=NON_NEGATIVE),
+    # I(x;z) >= 0; the continuous family's is a Monte Carlo estimate, which may fall below 0 by its standard error
+    Metric("mutual_information", "I(x;z) (nats)", NATS, "higher", margin=0.05, bounds=NON_NEGATIVE, standard_error="mutual_information_se"),
+    Metric("mutual_information_se", "I(x;z), Monte Carlo standard error (nats)", NATS, "neither", bounds=NON_NEGATIVE),
     Metric("kl", "KL(q(z|x,y) || p(z))", NATS, "neither", margin=0.05, bounds=NON_NEGATIVE),
     Metric("shuffled_z_nll_rise_per_token", "shuffled-z NLL rise / token", NATS_PER_TOKEN, "higher", margin=0.05),
     Metric("shuffled_z_nll_rise_per_example", "shuffled-z NLL rise / example", NATS_PER_EXAMPLE, "higher"),
@@ -122,6 +125,7 @@ VIEWS = {
         "reconstruction_to_kl",
         "kl",
         "mutual_information",
+        "mutual_information_se",
         "codes_used",
         "code_perplexity",
         "active_units",
@@ -173,3 +177,8 @@ def margins() -> dict[str, float]:
 
 def bounds() -> dict[str, tuple[float, float]]:
     return {metric.name: metric.bounds for metric in REGISTRY if metric.bounds is not None}
+
+
+def standard_errors() -> dict[str, str]:
+    """{Monte Carlo estimate: the metric holding its standard error}."""
+    return {metric.name: metric.standard_error for metric in REGISTRY if metric.standard_error is not None}

@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 
 from core.disentanglement.artifacts import sha256_file
-from experiments.synthetic_sequences.metrics import bounds
+from experiments.synthetic_sequences.metrics import bounds, standard_errors
 from experiments.synthetic_sequences.run_layout import (
     EVALUATION,
     FINISHED,
@@ -30,6 +30,10 @@ EVAL_SECTIONS = ("latent_usage", "strategy_separation", "samples")
 # the values the verdict and the tables read, and what each can be (a float's residue of -1e-9 is not a refusal)
 SLACK = 1e-6
 RANGES = bounds()
+# a Monte Carlo estimate may lie outside its quantity's range by its own noise: by up to MC_SIGMAS standard errors
+# (a chance of about 1e-9 per value when the estimator is right), not more
+MC_SIGMAS = 6.0
+STANDARD_ERRORS = standard_errors()
 VALIDATION_KEYS = ("step", "mutual_information", "recon_nll_per_token")  # what the take-up event and convergence read
 
 
@@ -82,13 +86,22 @@ def lenient_record(line: bytes, number: int, path: Path) -> dict:
 
 
 def check_values(section: dict, path: Path, where: str) -> None:
-    """Refuse a non-finite or out-of-range value of a metric in RANGES, naming the file, the place and the key."""
+    """Refuse a non-finite or out-of-range value of a metric in RANGES, naming the file, the place and the key; a Monte
+    Carlo estimate is held to its range widened by MC_SIGMAS of the standard error it carries beside it (an exact value,
+    which carries none, to the range itself)."""
     for name, (low, high) in RANGES.items():
         value = section.get(name)
         if value is None or isinstance(value, bool):
             continue
-        if not isinstance(value, int | float) or not math.isfinite(value) or not low - SLACK <= value <= high + SLACK:
+        if not isinstance(value, int | float) or not math.isfinite(value):
             raise ValueError(f"{path}: {where}: {name} = {value!r} is not a finite value in [{low:g}, {high:g}]")
+        slack, noise = SLACK, ""
+        if name in STANDARD_ERRORS and (error := section.get(STANDARD_ERRORS[name])) is not None:  # without one: exact
+            if not isinstance(error, int | float) or isinstance(error, bool) or not math.isfinite(error) or error < 0:
+                raise ValueError(f"{path}: {where}: {name} carries no finite standard error ({STANDARD_ERRORS[name]} = {error!r})")
+            slack, noise = SLACK + MC_SIGMAS * error, f" widened by {MC_SIGMAS:g} Monte Carlo standard errors ({error:.3g})"
+        if not low - slack <= value <= high + slack:
+            raise ValueError(f"{path}: {where}: {name} = {value!r} is not a finite value in [{low:g}, {high:g}]{noise}")
 
 
 def check_evaluation(evaluation: dict, path: Path) -> None:

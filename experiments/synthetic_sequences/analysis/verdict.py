@@ -182,15 +182,21 @@ def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, plan
     text = f"{endpoint.label} ({arm_text}): {contrast_text(effect_row)}: "
     if effect == "cannot be resolved":
         text += resolvability(effect_row, planned)
+    elif effect == "no onset in either arm":  # the test had nothing to run on: say so once
+        text = (
+            f"{endpoint.label} ({arm_text}): no run of the mean or the sum arm took up the latent within its budget, "
+            "so there is no onset to compare"
+        )
     elif endpoint.metric == ONSET:
         text += f"sum's onset comes {effect}" if effect in ("earlier", "later") else effect
     else:
         text += {"raises": f"sum raises {endpoint.label}", "lowers": f"sum lowers {endpoint.label}"}.get(effect, effect)
     shares, needed = {}, effect_row["seeds_needed"] if effect == "cannot be resolved" else math.nan
     if effect in ("raises", "lowers"):
-        details = []
+        details, absent = [], []
         for kind in CONTROL_ARMS:
             if f"{kind}-mean" not in rows or f"sum-{kind}" not in rows:
+                absent.append(kind)
                 continue
             pair = (rows[f"{kind}-mean"], rows[f"sum-{kind}"])
             shares[kind] = control_share(effect, *(reading(row, margin) for row in pair))
@@ -201,6 +207,8 @@ def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, plan
             unresolved = [row["seeds_needed"] for row in pair if reading(row, margin) == "cannot be resolved"]
             needed = max((value for value in (needed, *unresolved) if not pd.isna(value)), default=math.nan)
             details.append(f"how much of it {kind} reproduces is unclear ({evidence}{seeds_text(max(unresolved, default=math.nan))})")
+        if details and absent:
+            details.append(f"no {' or '.join(absent)} control was run")
         joined = "; ".join(details) or "no control was run, so scale and length weighting cannot be told apart"
         text += ". " + joined[0].upper() + joined[1:]
     return {"reading": effect, "shares": shares, "text": text + ".", "row": effect_row, "seeds_needed": needed}

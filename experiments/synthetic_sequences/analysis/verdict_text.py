@@ -63,6 +63,18 @@ def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame) -> str:
     return text + " (Families that set their own `seeds:` keep them.)"
 
 
+def absent_controls_line(family: str, absent: list[str]) -> str:
+    """What the lines below cannot say, for a family run without one or both controls."""
+    if len(absent) == 1:
+        added = f"a family with `controls: {absent[0]}` and `control_of: {family}` adds it"
+    else:
+        added = f"families with `controls: {absent[0]}` and `controls: {absent[1]}`, each with `control_of: {family}`, add them"
+    return (
+        f"Controls not run: {' and '.join(absent)}. A difference between sum and mean is read below without "
+        f"{'its' if len(absent) == 1 else 'their'} share of it ({added})."
+    )
+
+
 def verdict_markdown(verdict: pd.DataFrame, runs: pd.DataFrame, control_of: dict[str, str]) -> str:
     lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", "```", rule.RULE, "```", ""]
     if verdict.empty:
@@ -72,6 +84,8 @@ def verdict_markdown(verdict: pd.DataFrame, runs: pd.DataFrame, control_of: dict
         group_arms = {name: arm[(arm.term == term) & (arm.alpha == alpha)] for name, arm in family_arms[family].items()}
         group_arms = {name: arm for name, arm in group_arms.items() if not arm.empty}
         lines += [f"## {family} {term} alpha={alpha:g}", "", f"Runs: {group.runs.iloc[0]}.", ""]
+        if absent := [kind for kind in rule.CONTROL_ARMS if kind not in group_arms]:
+            lines += [absent_controls_line(family, absent), ""]
         lines += [f"- {text}" for text in group.verdict]
         unconverged = int(group.unconverged_runs.iloc[0])
         if unconverged:

@@ -1,8 +1,10 @@
 """What the tables may read: the runs the grid asks for, with the settings it gives them, trained on the inputs
 the tables describe.
 
-The Snakefile writes `grid.json` under the results folder at parse time, rewritten only when its content
-changes: every run's path and the settings that decide its numbers. Extraction carries each run's own record
+The grid's record, every run's path and the settings that decide its numbers, is named by its content:
+`grid/<sha256 prefix>.json` under the results folder (grid_file). The Snakefile computes it at parse time and a job
+writes it (rule record_grid), so a dry run writes nothing, a grid that changes is a new file that the tables then
+wait for, and a run going on beside a dry run of another config keeps reading its own. Extraction carries each run's own record
 (its path, settings and input hashes, read from the run directory) in its metrics file. Aggregation then
 refuses, naming them, a missing or an extra run, two files for one run, a file whose content disagrees with its
 path, a run whose settings are not the grid's (stale: trained before the config changed), and a run trained on
@@ -14,6 +16,7 @@ No pandas or torch here: the Snakefile imports this module at parse time.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,7 +30,7 @@ from experiments.synthetic_sequences.training.settings import INPUT_PATHS
 # decoder was warm-started stays, as run.warm_start
 NOT_COMPARED = (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every")
 RUN_FIELDS = ("family", "term", "mode", "alpha", "seed")
-GRID_FILE = "grid.json"
+GRID_FOLDER = "grid"  # under the results folder: one record per grid, named by its content (grid_file)
 
 
 def retrain_advice(entries: list[str], results: str) -> str:
@@ -94,16 +97,16 @@ def grid_document(specs: Iterable) -> dict:
     return {"runs": runs}
 
 
-def write_grid(path: str | Path, specs: Iterable) -> None:
-    """Write grid.json when its content differs from the file's (so an unchanged grid keeps its mtime)."""
-    path = Path(path)
-    document = grid_document(specs)
-    if path.is_file():
-        try:
-            if json.loads(path.read_text()) == document:
-                return
-        except json.JSONDecodeError:
-            pass  # a damaged grid file is rewritten
+def grid_file(document: Mapping) -> str:
+    """The record of a grid, relative to the results folder: grid/<first 16 hex digits of its sha256>.json."""
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{GRID_FOLDER}/{digest}.json"
+
+
+def write_grid(document: Mapping, path: str | Path) -> None:
+    """Write a grid's record (grid_document) atomically; its name is its content's (grid_file)."""
+    if Path(path).name != Path(grid_file(document)).name:
+        raise ValueError(f"{path} is not the record of this grid: it is named {grid_file(document)}")
     write_json(document, path)
 
 

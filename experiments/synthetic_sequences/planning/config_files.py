@@ -7,7 +7,7 @@ Merge keys (`<<: *anchor`) are overrides by design and are not counted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import yaml
@@ -46,3 +46,50 @@ def check_config_files(paths: Iterable[str | Path]) -> None:
             yaml.load(Path(path).read_text(), Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
         except DuplicateKeyError as err:
             raise DuplicateKeyError(f"config file {path}: {err}") from None
+
+
+def integer_schema(schema: dict) -> bool:
+    """Whether a schema node takes an integer where a number is given (its own type, or one of its alternatives')."""
+    return schema.get("type") == "integer" or any(alternative.get("type") == "integer" for alternative in schema.get("oneOf", ()))
+
+
+def float_counts(value: object, schema: dict, where: str = "") -> Iterator[str]:
+    """The keys (dotted, indices in brackets) whose value is a float where the schema asks for an integer.
+
+    JSON Schema counts 2.0 as an integer, so `seeds: 2.0` passes validation and then names chunks `seeds0.0-1.0`:
+    a count given as a float is refused here instead."""
+    if isinstance(value, float) and integer_schema(schema):
+        yield f"{where} = {value!r}"
+        return
+    for alternative in schema.get("oneOf", ()):
+        if alternative.get("type") == "array" and isinstance(value, list):
+            yield from float_counts(value, alternative, where)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            node = schema.get("properties", {}).get(key, schema.get("additionalProperties"))
+            if isinstance(node, dict):
+                yield from float_counts(item, node, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            yield from float_counts(item, schema["items"], f"{where}[{index}]")
+
+
+def check_integers(config: dict, schema_path: str | Path) -> None:
+    """Refuse, naming the keys and values, a count written as a float (`seeds: 2.0`, `seeds_per_job: 2.0`)."""
+    found = list(float_counts(config, yaml.safe_load(Path(schema_path).read_text())))
+    if found:
+        raise ValueError(f"{'; '.join(found)}: a count must be a whole number written without a decimal point (e.g. 2, not 2.0)")
+
+
+def drop_removed_families(config: dict) -> list[str]:
+    """Remove the families a later config file set to null (`discrete-balance: null`); returns their names.
+
+    Snakemake merges config files key by key, so a --configfile cannot otherwise leave out one of config.yaml's
+    families: `families: {discrete-scale: null, discrete-balance: null}` runs the default without its controls."""
+    families = config.get("families")
+    if not isinstance(families, dict):
+        return []
+    removed = [name for name, spec in families.items() if spec is None]
+    for name in removed:
+        del families[name]
+    return removed

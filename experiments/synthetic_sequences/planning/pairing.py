@@ -33,7 +33,7 @@ def differences(control: Mapping, main: Mapping, seeds: tuple[list[int], list[in
     for name in sorted(set(settings[0]) | set(settings[1])):
         if settings[0].get(name, "unset") != settings[1].get(name, "unset"):
             found.append(f"settings.{name} ({settings[0].get(name, 'unset')!r} vs {settings[1].get(name, 'unset')!r})")
-    if seeds[0] != seeds[1]:
+    if set(seeds[0]) != set(seeds[1]):  # runs pair by seed value, in any order
         found.append(f"seeds ({seeds[0]} vs {seeds[1]})")
     return found
 

@@ -20,6 +20,7 @@ from core.disentanglement.lockstep import SeedStack
 from core.disentanglement.masking import supervised_counts
 from core.disentanglement.training import NonFiniteLoss, non_finite_loss
 from experiments.synthetic_sequences.run_layout import chunk_resume_file
+from experiments.synthetic_sequences.training.evaluate import NonFinitePosterior
 from experiments.synthetic_sequences.training.inputs import RunInputs
 from experiments.synthetic_sequences.training.run_state import MetricsLog, StopRequested, save_resume
 from experiments.synthetic_sequences.training.settings import TrainConfig
@@ -34,7 +35,7 @@ class Seed:
     config: TrainConfig
     schedule: BatchSchedule
     log: MetricsLog
-    stopped: int | None = None  # the step whose loss was not finite; the weights are those after the step before
+    stopped: int | None = None  # steps done when it stopped (its loss or validation posterior was not finite); its weights are theirs
     failure: str = ""
 
     @property
@@ -137,11 +138,17 @@ class ChunkTask:
     def evaluate(self, step: int) -> None:
         for i in self.active():
             seed = self.seeds[i]
-            point = validation_metrics(self.seed_model(i), self.inputs, self.spec, seed.config.optim.seed, self.device)
+            try:
+                point = validation_metrics(self.seed_model(i), self.inputs, self.spec, seed.config.optim.seed, self.device)
+            except NonFinitePosterior as err:  # the step's update left weights that no longer give a finite q
+                self.stop_seed(i, step, f"validation: {err}")
+                continue
             seed.log.append({"split": "val", "step": step, **point, **self.val_diagnostics})
 
     def progress(self, step: int, metrics: list[dict]) -> str:
         active = self.active()
+        if not active:
+            return f"seeds 0/{len(self.seeds)}: every seed stopped"
 
         def mean(name: str) -> float:
             return sum(metrics[i][name] for i in active) / len(active)

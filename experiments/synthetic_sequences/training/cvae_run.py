@@ -199,7 +199,7 @@ def train_seeds(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: di
     if stopped := [seed for seed in seeds if seed.stopped is not None]:
         raise SeedsStopped(
             "; ".join(
-                f"seed {s.key} stopped at {s.failure}, its weights of the step before in {s.config.run.layout.model}" for s in stopped
+                f"seed {s.key} stopped at {s.failure}, its weights after {s.stopped} steps in {s.config.run.layout.model}" for s in stopped
             )
         )
     return evaluations

@@ -9,7 +9,6 @@ continuous one).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable
 
@@ -31,7 +30,9 @@ from core.disentanglement.losses import posterior_expectation
 from core.disentanglement.masking import zero_padding
 from core.disentanglement.records import Records
 from core.disentanglement.sampling import sample_outputs
+from core.disentanglement.training import NonFiniteLoss
 from experiments.synthetic_sequences.tasks import EOS, ParseError, parse_output
+from experiments.synthetic_sequences.training.latent_usage import continuous_usage, discrete_usage
 
 LENGTH_BUCKETS = 3
 BatchScore = Callable[[CVAEOutput, SequenceBatch], dict[str, float]]
@@ -90,39 +91,6 @@ def posterior_pass(model, batcher: RecordBatcher, batch_size: int, seed: int, de
     }
 
 
-def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
-    return -(p * np.log(np.clip(p, 1e-12, None))).sum(axis=axis)
-
-
-def discrete_usage(q: np.ndarray) -> dict:
-    """Codes used (argmax of >= 1% of examples), perplexity exp H(q_bar), and I(x;z) = H(q_bar) - E H(q)."""
-    q_bar = q.mean(axis=0)
-    shares = np.bincount(q.argmax(axis=1), minlength=q.shape[1]) / len(q)
-    return {
-        "codes_used": int((shares >= 0.01).sum()),
-        "code_perplexity": float(np.exp(entropy(q_bar))),
-        "mutual_information": float(entropy(q_bar) - entropy(q).mean()),
-        "code_shares": shares.round(4).tolist(),
-    }
-
-
-def continuous_usage(mu: np.ndarray, logvar: np.ndarray, seed: int) -> dict:
-    """Active units (Cov_x(E_q[z]) diagonal > 0.01) and a Monte Carlo I(x;z) with the test set as aggregate posterior."""
-    rng = np.random.default_rng(seed)
-    z = mu + np.exp(0.5 * logvar) * rng.standard_normal(mu.shape)  # [N, D], one draw per example
-
-    def log_q(z_rows, mu_rows, logvar_rows):  # log N(z | mu, diag exp(logvar)), broadcast over leading dims
-        return -0.5 * (((z_rows - mu_rows) ** 2) / np.exp(logvar_rows) + logvar_rows + math.log(2 * math.pi)).sum(-1)
-
-    own = log_q(z, mu, logvar)  # [N]
-    cross = log_q(z[:, None, :], mu[None, :, :], logvar[None, :, :])  # [N, N]: log q(z_i | x_j)
-    log_aggregate = np.logaddexp.reduce(cross, axis=1) - math.log(len(mu))
-    return {
-        "active_units": int((mu.var(axis=0) > 0.01).sum()),
-        "mutual_information": float((own - log_aggregate).mean()),
-    }
-
-
 def probe_accuracy(features: np.ndarray, labels: np.ndarray, seed: int) -> float | None:
     """Held-out accuracy of a linear probe (logistic regression, stratified k-fold, k <= 5)."""
     counts = Counter(labels)
@@ -158,7 +126,10 @@ def separation(assigned: np.ndarray, features: np.ndarray, strategy: np.ndarray,
 
 
 def length_buckets(frame: pd.DataFrame) -> pd.Series:
-    """Each record's y-length bucket ('y_length 3-9'): LENGTH_BUCKETS quantile bins of the split's lengths."""
+    """Each record's y-length bucket ('y_length 3-9'): LENGTH_BUCKETS quantile bins of the split's lengths, or one bucket
+    per length when the split has fewer distinct lengths than that."""
+    if frame["y_length"].nunique() < LENGTH_BUCKETS:
+        return frame["y_length"].map(lambda length: f"y_length {length}-{length}")
     buckets = pd.qcut(frame["y_length"], LENGTH_BUCKETS, duplicates="drop")
     return buckets.map(lambda interval: f"y_length {interval.left:.0f}-{interval.right:.0f}").astype(str)
 
@@ -236,6 +207,10 @@ def sample_report(model, latents: torch.Tensor, records: Records, batcher: Recor
     }
 
 
+class NonFinitePosterior(NonFiniteLoss):
+    """The posterior of a split is not finite: the model's weights diverged."""
+
+
 def latent_summary(passed: dict, num_strategies: int, seed: int) -> tuple[dict, np.ndarray, np.ndarray | None, StrategyInformation]:
     """(usage, the cluster of each example, the k-means centroids or None, strategy information) from a posterior pass.
 
@@ -244,6 +219,8 @@ def latent_summary(passed: dict, num_strategies: int, seed: int) -> tuple[dict, 
     Gaussian: a k-means of E_q[z] with one cluster per strategy, and the Gaussian posteriors for the information.
     """
     features = passed["features"]
+    if not np.isfinite(features).all() or (passed["logvar"] is not None and not np.isfinite(passed["logvar"]).all()):
+        raise NonFinitePosterior(f"the posterior of the {len(features)} examples is not finite")
     if passed["logvar"] is None:
         return discrete_usage(features), features.argmax(axis=1), None, lambda rows, labels: discrete_information(features[rows], labels)
     kmeans = KMeans(n_clusters=num_strategies, n_init=10, random_state=seed).fit(features)

@@ -35,11 +35,12 @@ RESUME_KEYS = ("step", "model", "optimizer", "stopped", "rows_logged", "settings
 
 
 class StopRequested:
-    """Turns SIGTERM / SIGUSR1 into a flag the loop checks after each step."""
+    """Turns SIGTERM / SIGUSR1 (Slurm's) and SIGINT (Ctrl-C, which reaches snakemake's jobs too) into a flag the loop
+    checks after each step: the step ends, the resume state is saved, and the trainer exits."""
 
     def __init__(self):
         self.signal: int | None = None
-        for signum in (signal.SIGTERM, signal.SIGUSR1):
+        for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
             signal.signal(signum, self._handle)
 
     def _handle(self, signum, frame) -> None:
