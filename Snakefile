@@ -61,6 +61,7 @@ include: "rules/tables.smk"
 rule tables:
     input:
         table_files(),
+        rules.aggregate_tables.output.grid,
         plot_files(),
 
 

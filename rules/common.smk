@@ -16,7 +16,7 @@ from experiments.synthetic_sequences.planning.grid import (
     expand_grid,
     modes_used,
 )
-from experiments.synthetic_sequences.planning.bindings import grid_document, grid_file, write_grid
+from experiments.synthetic_sequences.planning.bindings import grid_document, grid_file, tables_grid_file, write_grid
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.run_layout import CHUNK_TEMPLATE, RUN_TEMPLATE, RUNS_FOLDER, run_directory

@@ -40,6 +40,7 @@ rule aggregate_tables:
     output:
         tables=reported_table_files(),
         metrics=results("tables/metrics.parquet"),
+        grid=results(f"tables/{tables_grid_file(GRID_RECORD)}"),  # a new grid is a new name: the tables rebuild
     log:
         results("logs/aggregate_tables.log"),
     benchmark:

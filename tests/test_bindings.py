@@ -12,6 +12,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     grid_document,
     grid_file,
     parse_input,
+    tables_grid_file,
     write_grid,
 )
 from experiments.synthetic_sequences.planning.grid import expand_grid
@@ -132,3 +133,14 @@ def test_a_run_copied_into_a_control_family_is_refused_by_its_settings():
     proper["settings"] = grid["runs"]["main-scale/raw_mean_0/seed1"]["settings"]
     with pytest.raises(BindingError, match=r"main-scale/raw_mean_0/seed0 \(objective.controls 'none' \(grid: 'scale'\)\)"):
         check_against_grid(files(record(RUN0), record(RUN1), copied, proper), grid, "results")
+
+
+def test_the_tables_keep_a_copy_of_their_grid_named_as_its_record_and_drop_earlier_ones(tmp_path):
+    from experiments.synthetic_sequences.analysis.tables import keep_grid_record
+
+    first, second = grid_document(expand_grid(FAMILIES)), grid_document(expand_grid({"main": {**FAMILIES["main"], "beta": 0.2}}))
+    keep_grid_record(first, grid_file(first), tmp_path)
+    keep_grid_record(second, grid_file(second), tmp_path)
+    (kept,) = tmp_path.glob("grid-*.json")
+    assert kept.name == tables_grid_file(grid_file(second)) == f"grid-{grid_file(second).removeprefix('grid/')}"
+    assert json.loads(kept.read_text()) == second

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from core.disentanglement.artifacts import atomic_path
+from core.disentanglement.artifacts import atomic_path, write_json
 from experiments.synthetic_sequences.analysis.confounds import confound_table
 from experiments.synthetic_sequences.analysis.contrasts import arm_table, contrast_table
 from experiments.synthetic_sequences.analysis.curves import convergence
@@ -47,7 +47,14 @@ from experiments.synthetic_sequences.analysis.run_files import (
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.verdict_text import markdown, verdict_markdown
 from experiments.synthetic_sequences.metrics import view
-from experiments.synthetic_sequences.planning.bindings import Binding, check_against_grid, check_inputs, parse_input, run_record
+from experiments.synthetic_sequences.planning.bindings import (
+    Binding,
+    check_against_grid,
+    check_inputs,
+    parse_input,
+    run_record,
+    tables_grid_file,
+)
 from experiments.synthetic_sequences.planning.grid import parse_control_of
 from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout
 
@@ -217,6 +224,15 @@ def aggregate(
     return tables
 
 
+def keep_grid_record(grid: dict, record: str | Path, out_dir: Path) -> None:
+    """The tables' copy of the grid they were held to (bindings.tables_grid_file); copies of earlier grids go."""
+    kept = out_dir / tables_grid_file(record)
+    write_json(grid, kept)
+    for earlier in out_dir.glob(tables_grid_file("*")):
+        if earlier != kept:
+            earlier.unlink()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -246,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             control_of = parse_control_of(args.control_of)
             binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
             tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of, binding)
+            keep_grid_record(binding.grid, args.grid, Path(args.out_dir))
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
     except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
         sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")

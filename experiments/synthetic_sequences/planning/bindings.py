@@ -3,8 +3,9 @@ the tables describe.
 
 The grid's record, every run's path and the settings that decide its numbers, is named by its content:
 `grid/<sha256 prefix>.json` under the results folder (grid_file). The Snakefile computes it at parse time and a job
-writes it (rule record_grid), so a dry run writes nothing, a grid that changes is a new file that the tables then
-wait for, and a run going on beside a dry run of another config keeps reading its own. Extraction carries each run's own record
+writes it (rule record_grid), so a dry run writes nothing and a run going on beside a dry run of another config keeps
+reading its own. The tables keep a copy named as the record (tables_grid_file): a grid that changes is a new name,
+which the tables are rebuilt for. Extraction carries each run's own record
 (its path, settings and input hashes, read from the run directory) in its metrics file. Aggregation then
 refuses, naming them, a missing or an extra run, two files for one run, a file whose content disagrees with its
 path, a run whose settings are not the grid's (stale: trained before the config changed), and a run trained on
@@ -61,7 +62,8 @@ class Binding:
             grid = json.loads(grid_path.read_text())
         except json.JSONDecodeError as err:
             raise BindingError(f"{grid_path} is not valid JSON: {err}") from err
-        return cls(grid, {name: sha256_file(path) for name, path in inputs.items()}, str(grid_path.parent))
+        # the record lies at <results>/GRID_FOLDER/<name> (grid_file)
+        return cls(grid, {name: sha256_file(path) for name, path in inputs.items()}, str(grid_path.parent.parent))
 
 
 def parse_input(text: str) -> tuple[str, str]:
@@ -101,6 +103,13 @@ def grid_file(document: Mapping) -> str:
     """The record of a grid, relative to the results folder: grid/<first 16 hex digits of its sha256>.json."""
     digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:16]
     return f"{GRID_FOLDER}/{digest}.json"
+
+
+def tables_grid_file(record: str | Path) -> str:
+    """The copy of the grid's record that the tables keep, named as the record: `grid-<digest>.json` in the tables
+    folder. It is an output of aggregate_tables, so a grid that changes leaves it missing and the tables are rebuilt
+    (and held to the new grid) even where snakemake keeps no metadata of them, as in a copied results folder."""
+    return f"grid-{Path(record).name}"
 
 
 def write_grid(document: Mapping, path: str | Path) -> None:
