@@ -8,7 +8,12 @@ snakemake --cores 2 tables --forcerun aggregate_tables    rebuild tables and plo
 
 from snakemake.utils import min_version, validate
 
-from experiments.synthetic_sequences.planning.config_files import check_config_files, check_integers, drop_removed_families
+from experiments.synthetic_sequences.planning.config_files import (
+    check_config_files,
+    check_integers,
+    check_moved_keys,
+    drop_removed_families,
+)
 
 min_version("9.0")
 
@@ -22,6 +27,7 @@ CONFIG_SCHEMA = "config/schema/config.schema.yaml"
 check_config_files(workflow.configfiles)  # a key written twice is refused, not silently the last one
 
 drop_removed_families(config)  # `name: null` in a later config file removes a family of an earlier one
+check_moved_keys(config)
 validate(config, CONFIG_SCHEMA)
 check_integers(config, CONFIG_SCHEMA)  # JSON Schema takes 2.0 for an integer; a count is refused as a float here
 

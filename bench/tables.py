@@ -38,7 +38,7 @@ from bench.common import (
 )
 from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.analysis import tables
-from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER, grid_document, grid_file, write_grid
+from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER, block_input, grid_document, grid_file, write_grid
 from experiments.synthetic_sequences.planning.grid import expand_grid
 from experiments.synthetic_sequences.run_layout import RunLayout, run_directory
 from experiments.synthetic_sequences.training.cvae_run import train
@@ -68,10 +68,12 @@ def pilot_length_metrics(rows: list[dict], steps: int, eval_every: int) -> str:
 
 
 def current_inputs(paths: dict[str, str], template: Path) -> dict[str, str]:
-    """{input name: path} the synthesised runs are bound to; the template's model.pt stands in for the z-free checkpoint."""
-    inputs = {name: path for name, path in paths.items() if name.endswith(("_records", "_scores"))}
-    inputs |= {f"reference_{mode}": f"{paths['reference_dir']}/{mode}.json" for mode in ("mean", "sum")}
-    return inputs | {"init_decoder": str(RunLayout(template).model)}
+    """{input name: path} the synthesised runs (all of reference block 0) are bound to; the template's model.pt stands in
+    for the z-free checkpoint."""
+    inputs = {name: path for name, path in paths.items() if name.endswith("_records")}
+    inputs |= {block_input(0, name): path for name, path in paths.items() if name.endswith("_scores")}
+    inputs |= {block_input(0, f"reference_{mode}"): f"{paths['reference_dir']}/{mode}.json" for mode in ("mean", "sum")}
+    return inputs | {block_input(0, "init_decoder"): str(RunLayout(template).model)}
 
 
 def synthesise_runs(template: Path, root: Path, runs: int, inputs: dict[str, str]) -> list[Path]:
@@ -96,14 +98,14 @@ def synthesise_runs(template: Path, root: Path, runs: int, inputs: dict[str, str
         shutil.copyfile(source.model, run.model)
         run.metrics_log.write_text(metrics)
         config = spec.train_config(run_dir=str(run_dir)).to_dict()
-        config["run"]["init_decoder"] = inputs["init_decoder"] if spec.warm_start else ""
+        config["run"]["init_decoder"] = inputs[block_input(0, "init_decoder")] if spec.warm_start else ""
         run.run_config.write_text(json.dumps(config))
         rng = np.random.default_rng([spec.seed, len(run_dirs)])
         run.evaluation.write_text(json.dumps(jittered(evaluation, rng)))
         # as the trainer finishes a run: metadata.json last, with the hashes extraction checks the other files against
         outputs_sha256 = {name: sha256_file(run_dir / name) for name in metadata["outputs_sha256"]}
-        inputs_sha256 = {name: digest for name, digest in digests.items() if not name.startswith("reference_")}
-        inputs_sha256["reference"] = digests[f"reference_{spec.mode}"]
+        inputs_sha256 = {name.removeprefix(block_input(0, "")): digest for name, digest in digests.items() if "reference_" not in name}
+        inputs_sha256["reference"] = digests[block_input(0, f"reference_{spec.mode}")]
         run.metadata.write_text(json.dumps({**metadata, "outputs_sha256": outputs_sha256, "inputs_sha256": inputs_sha256}))
         run_dirs.append(run_dir)
     return run_dirs
@@ -118,7 +120,7 @@ def extract_and_aggregate(run_dirs: list[Path], root: Path, data_summary: str, i
         tables.main(["extract", "--run-dir", str(run_dir), "--out", str(out)])
         metric_paths.append(str(out))
     extracted = time.perf_counter()
-    references = [path for name, path in inputs.items() if name.startswith("reference_")]
+    references = [path for name, path in inputs.items() if "reference_" in name]
     (grid_record,) = (root / GRID_FOLDER).glob("*.json")  # synthesise_runs wrote one
     tables.main(
         ["aggregate", "--metrics", *metric_paths, "--data-summary", data_summary, "--references", *references]

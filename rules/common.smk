@@ -15,11 +15,26 @@ from experiments.synthetic_sequences.planning.grid import (
     control_families,
     expand_grid,
     modes_used,
+    resolve_references,
+    training_seed,
 )
-from experiments.synthetic_sequences.planning.bindings import grid_document, grid_file, tables_grid_file, write_grid
+from experiments.synthetic_sequences.planning.bindings import (
+    block_input,
+    grid_document,
+    grid_file,
+    tables_grid_file,
+    write_grid,
+)
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
 from experiments.synthetic_sequences.planning.pairing import check_pairings
-from experiments.synthetic_sequences.run_layout import CHUNK_TEMPLATE, RUN_TEMPLATE, RUNS_FOLDER, run_directory
+from experiments.synthetic_sequences.run_layout import (
+    CHUNK_TEMPLATE,
+    REFERENCE_ARTIFACTS,
+    RUN_TEMPLATE,
+    RUNS_FOLDER,
+    reference_artifact,
+    run_directory,
+)
 from experiments.synthetic_sequences.splits import SCORED_SPLITS, SPLITS
 
 TABLES = ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict")
@@ -28,6 +43,7 @@ CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long 
 PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves")
 RUN = RUN_TEMPLATE  # a run directory under runs/, and its metrics file under metrics/ (run_layout)
 CHUNK = CHUNK_TEMPLATE  # the seeds of one arm trained together (chunks.py), the record of a training job
+BLOCK = REFERENCE_ARTIFACTS  # a reference block's z-free model, scores and c_base, by the {reference} wildcard
 # wildcard constraints from the registries: a new term or mode is one entry in core/disentanglement
 TERM_PATTERN = alternation(OPTIMISABLE_TERMS)
 MODE_PATTERN = alternation(AGGREGATION_MODES)
@@ -36,6 +52,7 @@ MODE_PATTERN = alternation(AGGREGATION_MODES)
 # every rule's run wildcards: a path that is not a run of the grid's shape matches no rule
 wildcard_constraints:
     family=FAMILY_PATTERN,
+    reference=r"[0-9]+",
     term=TERM_PATTERN,
     mode=MODE_PATTERN,
     alpha=r"[0-9]+(\.[0-9]+)?",
@@ -61,6 +78,11 @@ def check_config():
             f"reference.checkpoint is read only with source: entangled (source is {reference['source']!r}); "
             "remove it or set source: entangled"
         )
+    if reference["source"] == "entangled" and len(references()) != 1:
+        raise ValueError(
+            f"references: {config['references']!r} asks for {len(references())} reference blocks, but source: entangled "
+            "has one checkpoint, so one block; set references: 1"
+        )
     check_results_folder(config["results"])
 
 
@@ -77,7 +99,7 @@ def check_results_folder(folder):
 def run_grid():
     """Every run of the config by its run path; expand_grid refuses an ill-formed family, and check_pairings a control
     family that is not its main family with one factor changed, naming them, before any job runs."""
-    specs = expand_grid(config["families"], config.get("seeds"))
+    specs = expand_grid(config["families"], config.get("seeds"), config.get("references"))
     check_pairings(config["families"], config.get("seeds"))
     check_batch_sizes(specs)
     return {spec.path: spec for spec in specs}
@@ -112,15 +134,37 @@ def output_folder(wildcards, output):
     return os.path.dirname(output[0])
 
 
-def zfree_checkpoint():
-    """The frozen model that scores records: trained here, or an existing entangled run's checkpoint."""
+def references():
+    """The reference blocks by their z-free seeds (grid.resolve_references)."""
+    return resolve_references(config.get("references"))
+
+
+def zfree_checkpoint(reference):
+    """A block's frozen model, which scores its records and warm-starts its decoders: trained here with z-free seed
+    `reference`, or an existing entangled run's checkpoint (one block)."""
     if config["reference"]["source"] == "entangled":
         return config["reference"]["checkpoint"]
-    return results("zfree/model.pt")
+    return results(reference_artifact("checkpoint", reference))
+
+
+def block_file(name, **fields):
+    """A reference block's artifact as a rule's path: {reference} left a wildcard, the other fields as given."""
+    return results(reference_artifact(name, "{reference}", **fields))
+
+
+def block_checkpoint(wildcards):
+    return zfree_checkpoint(int(wildcards.reference))
+
+
+def zfree_flags(wildcards):
+    """The z-free trainer's settings, its seed the block's."""
+    return f"{cli_flags('zfree')} --seed {int(wildcards.reference)}"
 
 
 def reference_artifacts():
-    return expand(results("reference/{mode}.json"), mode=modes_used(GRID.values()))
+    return [
+        results(reference_artifact("scale", reference, mode=mode)) for reference in references() for mode in modes_used(GRID.values())
+    ]
 
 
 def seeds_per_job():
@@ -136,10 +180,10 @@ def chunk_runs(wildcards):
 
 
 def chunk_flags(wildcards):
-    """--seed and --run-dir of a chunk's runs, pairwise."""
+    """--seed and --run-dir of a chunk's runs, pairwise: each run's trainer seed (grid.training_seed)."""
     runs = chunk_runs(wildcards)
     folders = [shlex.quote(run_directory(config["results"], spec.path)) for spec in runs]
-    return f"--seed {' '.join(str(spec.seed) for spec in runs)} --run-dir {' '.join(folders)}"
+    return f"--seed {' '.join(str(training_seed(spec.reference, spec.seed)) for spec in runs)} --run-dir {' '.join(folders)}"
 
 
 def run_chunk(wildcards):
@@ -158,17 +202,19 @@ def family_settings(wildcards):
     """The settings a chunk's family fixes, as the one shell-quoted JSON object of the trainer's --settings; the run
     key's parts come from the wildcards."""
     spec = chunk_runs(wildcards)[0]
-    settings = spec.family_arguments()
+    settings = {**spec.family_arguments(), "zfree_seed": spec.reference}
     if train_gpus(wildcards) > 0:
         settings.setdefault("device", "auto")
     if spec.warm_start:
-        settings["init_decoder"] = zfree_checkpoint()
+        settings["init_decoder"] = zfree_checkpoint(spec.reference)
     return shlex.quote(json.dumps(settings))
 
 
 def warm_start_checkpoint(wildcards):
-    """The z-free checkpoint a warm-started family's decoder starts from (families with warm_start: true), else nothing."""
-    return [zfree_checkpoint()] if chunk_runs(wildcards)[0].warm_start else []
+    """The z-free checkpoint of the chunk's own block that a warm-started family's decoder starts from (families with
+    warm_start: true), else nothing."""
+    spec = chunk_runs(wildcards)[0]
+    return [zfree_checkpoint(spec.reference)] if spec.warm_start else []
 
 
 def train_resource(name, default):
@@ -185,13 +231,20 @@ def run_metrics():
 
 
 def current_inputs():
-    """{name: path} of the inputs every run must have been trained on: aggregate_tables holds each run's recorded
-    sha256 to them (bindings.check_inputs)."""
+    """{name: path} of the inputs every run must have been trained on, each block's its own (bindings.block_input):
+    aggregate_tables holds each run's recorded sha256 to those of its block (bindings.check_inputs)."""
     inputs = {f"{split}_records": results(f"data/{split}.parquet") for split in SPLITS}
-    inputs |= {f"{split}_scores": results(f"zfree/scores/{split}.parquet") for split in SCORED_SPLITS}
-    inputs |= {f"reference_{mode}": results(f"reference/{mode}.json") for mode in modes_used(GRID.values())}
-    if any(spec.warm_start for spec in GRID.values()):
-        inputs["init_decoder"] = zfree_checkpoint()
+    for reference in references():
+        inputs |= {
+            block_input(reference, f"{split}_scores"): results(reference_artifact("scores", reference, split=split))
+            for split in SCORED_SPLITS
+        }
+        inputs |= {
+            block_input(reference, f"reference_{mode}"): results(reference_artifact("scale", reference, mode=mode))
+            for mode in modes_used(GRID.values())
+        }
+        if any(spec.warm_start for spec in GRID.values()):
+            inputs[block_input(reference, "init_decoder")] = zfree_checkpoint(reference)
     return inputs
 
 

@@ -3,13 +3,14 @@ rule train_zfree:
         train=results("data/train.parquet"),
         val=results("data/val.parquet"),
     output:
-        checkpoint=results("zfree/model.pt"),
-        summary=results("zfree/model.json"),
-        train_log=results("zfree/train_log.jsonl"),
+        # one z-free model per reference block, trained with the block's z-free seed
+        checkpoint=results(BLOCK["checkpoint"]),
+        summary=results(BLOCK["summary"]),
+        train_log=results(BLOCK["train_log"]),
     log:
-        results("logs/train_zfree.log"),
+        results("logs/train_zfree/ref{reference}.log"),
     benchmark:
-        results("benchmarks/train_zfree.tsv")
+        results("benchmarks/train_zfree/ref{reference}.tsv")
     conda:
         "../envs/pipeline.yaml"
     threads: 2
@@ -17,7 +18,7 @@ rule train_zfree:
         runtime=30,
         mem_mb=2000,
     params:
-        flags=cli_flags("zfree"),
+        flags=zfree_flags,
     shell:
         "python -m core.disentanglement.zfree --threads {threads} train --train {input.train:q} --val {input.val:q} "
         "--checkpoint {output.checkpoint:q} --log {output.train_log:q} {params.flags} > {log:q} 2>&1"
@@ -25,14 +26,14 @@ rule train_zfree:
 
 rule score_records:
     input:
-        checkpoint=zfree_checkpoint(),
+        checkpoint=block_checkpoint,
         records=results("data/{split}.parquet"),
     output:
-        results("zfree/scores/{split}.parquet"),
+        results(BLOCK["scores"]),
     log:
-        results("logs/score_records/{split}.log"),
+        results("logs/score_records/ref{reference}/{split}.log"),
     benchmark:
-        results("benchmarks/score_records/{split}.tsv")
+        results("benchmarks/score_records/ref{reference}/{split}.tsv")
     wildcard_constraints:
         split="|".join(SCORED_SPLITS),
     conda:
@@ -48,14 +49,14 @@ rule score_records:
 
 rule reference_scale:
     input:
-        # c_base comes from validation records only, scored in the artifact's own mode
-        scores=results("zfree/scores/val.parquet"),
+        # c_base comes from the block's own validation scores only, in the artifact's own mode
+        scores=block_file("scores", split="val"),
     output:
-        results("reference/{mode}.json"),
+        results(BLOCK["scale"]),
     log:
-        results("logs/reference_scale/{mode}.log"),
+        results("logs/reference_scale/ref{reference}/{mode}.log"),
     benchmark:
-        results("benchmarks/reference_scale/{mode}.tsv")
+        results("benchmarks/reference_scale/ref{reference}/{mode}.tsv")
     conda:
         "../envs/pipeline.yaml"
     resources:

@@ -3,10 +3,11 @@ rule train_run:
         train=results("data/train.parquet"),
         val=results("data/val.parquet"),
         test=results("data/test.parquet"),
-        train_scores=results("zfree/scores/train.parquet"),
-        val_scores=results("zfree/scores/val.parquet"),
-        # wired by the run's own {mode}: a sum run can only ever be given reference/sum.json
-        reference=results("reference/{mode}.json"),
+        # wired by the run's own {reference} and {mode}: a sum run of block 1 can only ever be given
+        # reference/ref1/sum.json, and the scores and warm start of block 1
+        train_scores=block_file("scores", split="train"),
+        val_scores=block_file("scores", split="val"),
+        reference=results(BLOCK["scale"]),
         warm_start=warm_start_checkpoint,
     output:
         # the chunk's record, written last; each seed's own files (run_layout.RUN_OUTPUTS) are the trainer's, in

@@ -26,8 +26,9 @@ FAMILIES = {
         "runs": [{"term": "raw", "modes": ["mean"]}],
     }
 }
-CURRENT = {name: f"sha-{name}" for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores")}
-CURRENT |= {"reference_mean": "sha-ref-mean", "reference_sum": "sha-ref-sum", "init_decoder": "sha-zfree"}
+CURRENT = {name: f"sha-{name}" for name in ("train_records", "val_records", "test_records")}
+CURRENT |= {f"ref0/{name}": f"sha-{name}" for name in ("train_scores", "val_scores")}
+CURRENT |= {"ref0/reference_mean": "sha-ref-mean", "ref0/reference_sum": "sha-ref-sum", "ref0/init_decoder": "sha-zfree"}
 
 
 def grid():
@@ -36,12 +37,12 @@ def grid():
 
 def record(run: str, **settings) -> dict:
     entry = grid()["runs"][run]
-    inputs = {name: CURRENT[name] for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores")}
+    inputs = {name.removeprefix("ref0/"): CURRENT[name] for name in CURRENT if not name.startswith(("ref0/reference", "ref0/init"))}
     return {
         "run": run,
-        **{k: entry[k] for k in ("family", "term", "mode", "alpha", "seed")},
+        **{k: entry[k] for k in ("family", "reference", "term", "mode", "alpha", "seed")},
         "settings": {**entry["settings"], **settings},
-        "inputs_sha256": {**inputs, "reference": CURRENT["reference_mean"]},
+        "inputs_sha256": {**inputs, "reference": CURRENT["ref0/reference_mean"]},
     }
 
 
@@ -49,7 +50,7 @@ def files(*records, prefix="results/metrics"):
     return {f"{prefix}/{r['run']}.parquet": [r] for r in records}
 
 
-RUN0, RUN1 = "main/raw_mean_0/seed0", "main/raw_mean_0/seed1"
+RUN0, RUN1 = "main/ref0/raw_mean_0/seed0", "main/ref0/raw_mean_0/seed1"
 
 
 def test_the_grid_s_runs_with_the_grid_s_settings_pass():
@@ -58,21 +59,22 @@ def test_the_grid_s_runs_with_the_grid_s_settings_pass():
 
 
 def test_a_missing_and_an_extra_run_are_named():
-    extra = {**record(RUN1), "run": "main/raw_mean_0/seed7", "seed": 7}
+    extra = {**record(RUN1), "run": "main/ref0/raw_mean_0/seed7", "seed": 7}
     with pytest.raises(
         BindingError,
-        match=r"the grid's run main/raw_mean_0/seed1 has no metrics file.*holds run main/raw_mean_0/seed7, which the grid does not ask for",
+        match=r"the grid's run main/ref0/raw_mean_0/seed1 has no metrics file.*"
+        r"holds run main/ref0/raw_mean_0/seed7, which the grid does not ask for",
     ):
         check_against_grid(files(record(RUN0), extra), grid(), "results")
 
 
 def test_two_files_for_one_run_and_a_file_at_another_run_s_path_are_refused():
     twice = {
-        "results/metrics/main/raw_mean_0/seed0.parquet": [record(RUN0)],
-        "results/metrics/main/raw_mean_0/seed1.parquet": [record(RUN0)],
+        "results/metrics/main/ref0/raw_mean_0/seed0.parquet": [record(RUN0)],
+        "results/metrics/main/ref0/raw_mean_0/seed1.parquet": [record(RUN0)],
     }
     with pytest.raises(
-        BindingError, match=r"seed1.parquet holds run main/raw_mean_0/seed0: its content disagrees with its path.*two metrics files"
+        BindingError, match=r"seed1.parquet holds run main/ref0/raw_mean_0/seed0: its content disagrees with its path.*two metrics files"
     ):
         check_against_grid(twice, grid(), "results")
 
@@ -80,7 +82,7 @@ def test_two_files_for_one_run_and_a_file_at_another_run_s_path_are_refused():
 def test_a_run_trained_with_other_settings_is_stale_and_the_error_says_how_to_retrain_it():
     stale = record(RUN1, **{"optim.steps": 20})
     with pytest.raises(
-        BindingError, match=r"main/raw_mean_0/seed1 \(optim.steps 20 \(grid: 10\)\).*rm -r results/runs/main/raw_mean_0/seed1"
+        BindingError, match=r"main/ref0/raw_mean_0/seed1 \(optim.steps 20 \(grid: 10\)\).*rm -r results/runs/main/ref0/raw_mean_0/seed1"
     ):
         check_against_grid(files(record(RUN0), stale), grid(), "results")
 
@@ -89,7 +91,7 @@ def test_a_run_of_other_inputs_is_refused_naming_the_input():
     other = record(RUN1)
     other["inputs_sha256"] = {**other["inputs_sha256"], "val_scores": "sha-of-another-data-seed"}
     with pytest.raises(
-        BindingError, match=r"1 run\(s\) were trained on other inputs than the current ones: main/raw_mean_0/seed1 \(val_scores\)"
+        BindingError, match=r"1 run\(s\) were trained on other inputs than the current ones: main/ref0/raw_mean_0/seed1 \(val_scores\)"
     ):
         check_inputs([record(RUN0), other], CURRENT, "results")
     warm = record(RUN0, **{"run.warm_start": True})  # a warm-started run is held to the current checkpoint too
@@ -125,13 +127,13 @@ def test_inputs_are_name_equals_path_and_a_path_may_hold_equals_signs():
 
 
 def test_a_run_copied_into_a_control_family_is_refused_by_its_settings():
-    """main/raw_mean_0/seed0 copied to main-scale/raw_mean_0/seed0: its path parses, its settings are not the control's."""
+    """main/ref0/raw_mean_0/seed0 copied to main-scale/ref0/raw_mean_0/seed0: its path parses, its settings are not the control's."""
     families = {**FAMILIES, "main-scale": {**FAMILIES["main"], "controls": "scale", "control_of": "main"}}
     grid = grid_document(expand_grid(families))
-    copied = {**record(RUN0), "run": "main-scale/raw_mean_0/seed0", "family": "main-scale"}
-    proper = {**record(RUN1), "run": "main-scale/raw_mean_0/seed1", "family": "main-scale"}
-    proper["settings"] = grid["runs"]["main-scale/raw_mean_0/seed1"]["settings"]
-    with pytest.raises(BindingError, match=r"main-scale/raw_mean_0/seed0 \(objective.controls 'none' \(grid: 'scale'\)\)"):
+    copied = {**record(RUN0), "run": "main-scale/ref0/raw_mean_0/seed0", "family": "main-scale"}
+    proper = {**record(RUN1), "run": "main-scale/ref0/raw_mean_0/seed1", "family": "main-scale"}
+    proper["settings"] = grid["runs"]["main-scale/ref0/raw_mean_0/seed1"]["settings"]
+    with pytest.raises(BindingError, match=r"main-scale/ref0/raw_mean_0/seed0 \(objective.controls 'none' \(grid: 'scale'\)\)"):
         check_against_grid(files(record(RUN0), record(RUN1), copied, proper), grid, "results")
 
 
@@ -144,3 +146,22 @@ def test_the_tables_keep_a_copy_of_their_grid_named_as_its_record_and_drop_earli
     (kept,) = tmp_path.glob("grid-*.json")
     assert kept.name == tables_grid_file(grid_file(second)) == f"grid-{grid_file(second).removeprefix('grid/')}"
     assert json.loads(kept.read_text()) == second
+
+
+def test_a_run_read_as_another_reference_block_is_refused():
+    """Blocks 1 and 2, each with its own scores and c_base: a run of block 1 recorded as block 2's is held to block 2's
+    inputs, and refused naming them; a block the current inputs do not have is refused the same way."""
+    blocks = grid_document(expand_grid(FAMILIES, references=[1, 2]))
+    assert {entry["reference"] for entry in blocks["runs"].values()} == {1, 2}
+    current = {name: CURRENT[name] for name in ("train_records", "val_records", "test_records")}
+    for block in (1, 2):
+        current |= {f"ref{block}/{name}": f"sha-{name}-{block}" for name in ("train_scores", "val_scores", "reference_mean")}
+    own = {"train_scores": "sha-train_scores-1", "val_scores": "sha-val_scores-1", "reference": "sha-reference_mean-1"}
+    entry = blocks["runs"]["main/ref1/raw_mean_0/seed0"]
+    run_of_block_1 = {**entry, "run": "main/ref1/raw_mean_0/seed0", "inputs_sha256": {**current, **own}}
+    check_inputs([run_of_block_1], current, "results")
+    read_as_block_2 = {**run_of_block_1, "run": "main/ref2/raw_mean_0/seed0", "reference": 2}
+    with pytest.raises(BindingError, match=r"main/ref2/raw_mean_0/seed0 \(reference, train_scores, val_scores\)"):
+        check_inputs([read_as_block_2], current, "results")
+    with pytest.raises(BindingError, match=r"main/ref3/raw_mean_0/seed0 \(reference, train_scores, val_scores\)"):
+        check_inputs([{**run_of_block_1, "run": "main/ref3/raw_mean_0/seed0", "reference": 3}], current, "results")

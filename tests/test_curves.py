@@ -13,6 +13,7 @@ from experiments.synthetic_sequences.analysis.curves import (
     TAKEUP_THRESHOLD,
     convergence,
     last_quarter_change,
+    takeup,
 )
 from experiments.synthetic_sequences.analysis.run_files import validation_rows
 from experiments.synthetic_sequences.analysis.tables import aggregate, curves_table, run_metrics, runs_table, write_metrics
@@ -73,7 +74,7 @@ def test_take_up_is_the_final_value_and_onset_the_first_crossing_of_the_threshol
 
 
 def write_run(root, curve_rows, mode="sum", seed=3, nmi=0.4):
-    run = root / "fam" / f"raw_{mode}_0" / f"seed{seed}"
+    run = root / "fam" / "ref0" / f"raw_{mode}_0" / f"seed{seed}"
     run.mkdir(parents=True)
     overall = {"n": 10, "strategy_information": nmi / 2, "nmi": nmi, "ami": 0.3, "ari": 0.2, "probe_accuracy": 0.7}
     evaluation = {
@@ -103,7 +104,7 @@ def write_run(root, curve_rows, mode="sum", seed=3, nmi=0.4):
                 "reconstruction": {"reconstruction_loss_token_aggregation_mode": mode, "term": "raw", "token_weight_alpha": 0.0},
                 "model": {"model": "shared_discrete"},
                 "optim": {"seed": seed},
-                "run": {"init_decoder": ""},
+                "run": {"init_decoder": "", "zfree_seed": 0},
             }
         )
     )
@@ -161,7 +162,9 @@ def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path)
         references[-1].write_text(json.dumps({"mode": mode, "c_base": c_base, "base_aggregate_min": 0.01}))
     tables = aggregate(metrics, tmp_path / "summary.json", references, tmp_path / "tables", {})
     # nan where nothing is left to resolve, where every run took up (no mi_change is nan) or the onsets are too few
-    may_be_empty = {"seeds_needed", "median_onset_low", "median_onset_high", "mi_change"}  # two runs: no interval
+    # two runs: no interval; both took up at their first evaluation, so no I(x;z) floor before it; one reference block,
+    # so no homogeneity across blocks to test
+    may_be_empty = {"seeds_needed", "median_onset_low", "median_onset_high", "mi_change", "floor_mutual_information", "p_homogeneity"}
     for name in ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict", "curves"):
         frame = tables[name]
         empty_columns = set(frame.columns[frame.isna().all(axis=0)]) - may_be_empty
@@ -203,3 +206,20 @@ def test_a_row_is_a_validation_row_by_its_parsed_split_not_by_the_text_val():
 def test_a_metrics_log_line_that_is_not_one_json_record_is_refused_by_its_number(text, message):
     with pytest.raises(ValueError, match=re.escape(f"m.jsonl: {message}")):
         validation_rows(text, Path("m.jsonl"))
+
+
+def information_curve(values, se=0.0):
+    return [{"step": 50 * (i + 1), "mutual_information": v, "mutual_information_se": se} for i, v in enumerate(values)]
+
+
+def test_the_collapse_floor_and_a_take_up_from_float_precision_are_measured():
+    from_rounding = takeup(information_curve([1e-4, 3e-6, 1.2e-7, 0.4, 0.6]))
+    assert from_rounding["floor_mutual_information"] == 1.2e-7 and from_rounding["rounding_takeup"] == 1.0
+    from_use = takeup(information_curve([1e-3, 2e-4, 0.4]))
+    assert from_use["floor_mutual_information"] == 2e-4 and from_use["rounding_takeup"] == 0.0
+    never = takeup(information_curve([1e-3, 1e-7, 5e-8]))
+    assert never["floor_mutual_information"] == 5e-8 and never["rounding_takeup"] == 0.0  # over the whole run, no take-up
+    at_once = takeup(information_curve([0.3, 0.5]))
+    assert math.isnan(at_once["floor_mutual_information"]) and at_once["rounding_takeup"] == 0.0
+    estimated = takeup(information_curve([-2e-3, 5e-7, 0.4], se=1e-3))  # a Monte Carlo estimate has no such floor
+    assert estimated["rounding_takeup"] == 0.0

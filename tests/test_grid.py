@@ -38,6 +38,7 @@ def test_every_run_key_round_trips_and_no_two_runs_share_a_directory(config):
         assert parse_run_key(spec.key) == (spec.term, spec.mode, spec.alpha)
         assert parse_run_path(f"results/runs/{spec.path}") == {
             "family": spec.family,
+            "reference": spec.reference,
             "term": spec.term,
             "mode": spec.mode,
             "alpha": spec.alpha,
@@ -71,9 +72,10 @@ def test_malformed_run_keys_are_refused(key):
 
 
 def test_mean_and_sum_runs_never_collide():
-    mean = RunSpec("f", "shared_discrete", "dist", "mean", 0.0, 0, 1.0, "none")
-    total = RunSpec("f", "shared_discrete", "dist", "sum", 0.0, 0, 1.0, "none")
-    assert mean.path != total.path
+    mean = RunSpec("f", 0, "shared_discrete", "dist", "mean", 0.0, 0, 1.0, "none")
+    total = RunSpec("f", 0, "shared_discrete", "dist", "sum", 0.0, 0, 1.0, "none")
+    other_block = RunSpec("f", 1, "shared_discrete", "dist", "mean", 0.0, 0, 1.0, "none")
+    assert len({mean.path, total.path, other_block.path}) == 3
 
 
 BASE = {
@@ -113,10 +115,10 @@ def hybrid_family(coefficients):
             "families.main: token_weight_alpha: 1.0 has no effect on term 'dist'",
         ),
         (broken(("main", "runs"), [{"term": "tokcc", "alpha": -1, "modes": ["mean"]}]), "must be a finite number >= 0"),
-        (broken(("main", "seeds"), []), "families.main.seeds: a family needs at least one seed"),
+        (broken(("main", "seeds"), []), "families.main.seeds: at least one seed is needed"),
         (
             broken(("main", "runs"), [{"term": "dist", "modes": ["mean"]}, {"term": "dist", "modes": ["mean"]}]),
-            "duplicate run key main/dist_mean_0",
+            "duplicate run key main/ref0/dist_mean_0",
         ),
         (broken(("main", "settings"), {"stepz": 10}), "families.main.settings: ['stepz'] are not trainer settings"),
         (broken(("main", "settings"), {"num_codes": 1}), "num_codes: 1 is not allowed"),

@@ -60,7 +60,7 @@ def edited_reference(source: Path, target: Path, **changes) -> Path:
 
 @pytest.fixture(scope="module")
 def finished_run(io_flags, tmp_path_factory):
-    run = tmp_path_factory.mktemp("finished") / "fam" / "raw_mean_0" / "seed0"
+    run = tmp_path_factory.mktemp("finished") / "fam" / "ref0" / "raw_mean_0" / "seed0"
     main([*io_flags("mean", run), *TINY_RUN, "--steps", "4", "--reconstruction-term", "raw"])
     return run
 
@@ -114,9 +114,25 @@ def bad_inputs(case: str, io_flags, scored, references, tmp_path) -> tuple[list[
             *("mean", "--val-records", lambda: io_flags("mean", tmp_path)[5]),
             r"test.parquet: split is 'test', but it was given as the 'val' split",
         ),
+        "scores of another reference block": (
+            *("mean", "--zfree-seed", lambda: 1),
+            r"val.parquet: scored by the z-free model of seed 0, but this run belongs to reference block 1",
+        ),
+        "a warm start from another block's model": (
+            *("mean", "--init-decoder", lambda: other_checkpoint(tmp_path)),
+            r"init_decoder: .*other.pt is not the z-free checkpoint that scored .*val.parquet",
+        ),
     }
     mode, flag, wrong_input, message = cases[case]
-    return with_flag(io_flags(mode, tmp_path / "run"), flag, str(wrong_input())), message
+    flags = io_flags(mode, tmp_path / "run") + [flag, "-"]  # a flag io_flags does not give is appended, then set
+    return with_flag(flags[:-2] if flag in flags[:-2] else flags, flag, str(wrong_input())), message
+
+
+def other_checkpoint(tmp_path: Path) -> Path:
+    """A file that is not the checkpoint that scored the fixtures' records (another block's z-free model, by sha256)."""
+    path = tmp_path / "other.pt"
+    path.write_bytes(b"another z-free model")
+    return path
 
 
 @pytest.mark.parametrize(
@@ -132,6 +148,8 @@ def bad_inputs(case: str, io_flags, scored, references, tmp_path) -> tuple[list[
         "train scores of other records",
         "train scores without provenance",
         "test records given as val records",
+        "scores of another reference block",
+        "a warm start from another block's model",
     ],
 )
 def test_a_bad_input_is_refused_in_one_line_before_anything_is_written(io_flags, scored, references, tmp_path, case):
@@ -250,7 +268,7 @@ def interrupt_at_step(flags: list[str], step: int) -> None:
 def test_a_run_whose_inputs_changed_after_an_interruption_starts_fresh(io_flags, references, finished_run, tmp_path, capsys):
     """The issue's case: interrupted, inputs rebuilt, rerun. A finished run's outputs in the same directory are gone
     as soon as the new run starts, so no directory ever mixes two runs."""
-    run = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    run = tmp_path / "fam" / "ref0" / "raw_mean_0" / "seed0"
     shutil.copytree(finished_run, run)
     flags = [*io_flags("mean", run), *TINY_RUN, "--steps", "60", "--checkpoint-every", "2", "--reconstruction-term", "raw"]
     interrupt_at_step(flags, 5)
@@ -274,7 +292,7 @@ def test_a_run_whose_inputs_changed_after_an_interruption_starts_fresh(io_flags,
 
 
 def test_extraction_refuses_a_directory_mixing_two_runs(finished_run, tmp_path):
-    mixed = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    mixed = tmp_path / "fam" / "ref0" / "raw_mean_0" / "seed0"
     shutil.copytree(finished_run, mixed)
     config = json.loads((mixed / "run_config.json").read_text())
     (mixed / "run_config.json").write_text(json.dumps({**config, "beta": 0.5}))  # another run's run_config.json
@@ -284,7 +302,7 @@ def test_extraction_refuses_a_directory_mixing_two_runs(finished_run, tmp_path):
 
 
 def test_extraction_refuses_a_run_config_of_the_older_flat_layout(finished_run, tmp_path):
-    old = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    old = tmp_path / "fam" / "ref0" / "raw_mean_0" / "seed0"
     shutil.copytree(finished_run, old)
     flat = {"model": "shared_discrete", "reconstruction_loss_token_aggregation_mode": "mean", "init_decoder": ""}
     (old / "run_config.json").write_text(json.dumps(flat))
@@ -297,7 +315,7 @@ def test_extraction_refuses_a_run_config_of_the_older_flat_layout(finished_run, 
 
 
 def copied_run(finished_run, tmp_path) -> Path:
-    run = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    run = tmp_path / "fam" / "ref0" / "raw_mean_0" / "seed0"
     shutil.copytree(finished_run, run)
     return run
 
@@ -429,11 +447,13 @@ def test_aggregation_names_the_file_whose_json_is_broken(finished_run, reference
         tables_main([*aggregate, "--grid", str(tmp_path / "grid.json")])
 
 
-@pytest.mark.parametrize("copy_to", ["fam/raw_mean_0/seed7", "fam/tok_mean_2/seed0", "fam/raw_sum_0/seed0"])
-def test_a_run_copied_to_another_seed_term_alpha_or_mode_is_refused_at_extraction(finished_run, tmp_path, copy_to):
+@pytest.mark.parametrize(
+    "copy_to", ["fam/ref0/raw_mean_0/seed7", "fam/ref0/tok_mean_2/seed0", "fam/ref0/raw_sum_0/seed0", "fam/ref1/raw_mean_0/seed0"]
+)
+def test_a_run_copied_to_another_seed_term_alpha_mode_or_reference_is_refused_at_extraction(finished_run, tmp_path, copy_to):
     copy = tmp_path / copy_to
     shutil.copytree(finished_run, copy)
-    wrong = r"(seed 0 \(path: 7\)|term 'raw' \(path: 'tok'\), alpha 0.0 \(path: 2.0\)|mode 'mean' \(path: 'sum'\))"
+    wrong = r"(seed 0 \(path: 7\)|term 'raw' \(path: 'tok'\), alpha 0.0 \(path: 2.0\)|mode 'mean' \(path: 'sum'\)|reference 0 \(path: 1\))"
     with pytest.raises(SystemExit, match=r"run_config.json disagrees with its path in " + wrong):
         extract(copy, tmp_path / "m.parquet")
     assert not (tmp_path / "m.parquet").exists()
@@ -448,7 +468,7 @@ def test_a_metrics_file_carries_its_run_s_record(finished_run, tmp_path):
 
 
 def test_a_second_trainer_in_a_run_directory_is_refused_before_it_touches_anything(io_flags, tmp_path):
-    run = tmp_path / "fam" / "raw_mean_0" / "seed0"
+    run = tmp_path / "fam" / "ref0" / "raw_mean_0" / "seed0"
     run.mkdir(parents=True)
     holder = hold_run_lock(run)
     try:

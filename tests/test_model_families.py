@@ -43,7 +43,7 @@ def test_a_registered_toy_family_trains_through_the_grid_and_the_trainer(data_di
     )
     assert result.returncode == 0, result.stderr[-3000:]
     extracted = json.loads(result.stdout.strip().splitlines()[-1])
-    assert sorted(extracted) == ["toy-fam/raw_sum_0/seed0", "toy-fam/raw_sum_0/seed1"]
+    assert sorted(extracted) == ["toy-fam/ref0/raw_sum_0/seed0", "toy-fam/ref0/raw_sum_0/seed1"]
     for path, metrics in extracted.items():
         layout = RunLayout(tmp_path / path)
         assert all(layout.outputs[name].is_file() for name in RUN_OUTPUTS)

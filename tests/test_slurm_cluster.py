@@ -26,8 +26,9 @@ from experiments.synthetic_sequences.run_layout import parse_run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slurm
-CANCELLED_RUN = "discrete/raw_sum_0/seed0"
+CANCELLED_RUN = "discrete/ref0/raw_sum_0/seed0"
 CANCELLED_PARAMS = parse_run_path(CANCELLED_RUN)
+ZFREE_JOB = "rule_train_zfree_wildcards_0"  # the plugin's comment of the z-free job of reference block 0
 RUN_RUNTIME = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["resources"]["train_run"]["runtime"]  # minutes
 
 
@@ -83,8 +84,9 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
 
     jobs = sacct_jobs(first)
     print(f"\nslurm integration: {len(jobs)} Slurm jobs, {wall:.0f} s wall")
-    assert [job["Comment"] for job in jobs].count("rule_train_zfree") == 1  # the seconds-long rules are localrules
-    packs = [job for job in jobs if job["Comment"] != "rule_train_zfree"]
+    # the seconds-long rules are localrules; the one reference block's z-free model is one job
+    assert [job["Comment"] for job in jobs].count(ZFREE_JOB) == 1
+    packs = [job for job in jobs if job["Comment"] != ZFREE_JOB]
     cancelled = [job for job in packs if job["State"].startswith("CANCELLED")]
     completed = [job for job in packs if job["State"] == "COMPLETED"]
     assert len(cancelled) == 1 and len(completed) == len(packs) - 1, [(j["JobID"], j["State"]) for j in packs]
@@ -148,7 +150,7 @@ def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, t
     assert run.returncode == 0, run.stderr[-4000:]
     wall = time.monotonic() - started
     print(f"\nslurm GPU smoke run, {runs_per_job} run(s) per job: {len(sacct_jobs(first))} Slurm jobs, {wall:.0f} s wall")
-    trainings = [job for job in sacct_jobs(first) if job["Comment"] != "rule_train_zfree"]
+    trainings = [job for job in sacct_jobs(first) if job["Comment"] != ZFREE_JOB]
     assert len(trainings) == 4 // runs_per_job
     steps = sacct_jobs(first, steps=True)
     for job in trainings:
@@ -159,6 +161,6 @@ def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, t
         assert len(members) == runs_per_job and all("gres/gpu=1" in step["AllocTRES"] for step in members), members
         assert len(runs_of(job)) == runs_per_job
         for params in runs_of(job):
-            log = results / "logs" / "train_run" / params["family"] / f"raw_{params['mode']}_0" / "seeds0-0.log"
+            log = results / "logs" / "train_run" / params["family"] / "ref0" / f"raw_{params['mode']}_0" / "seeds0-0.log"
             notices = [line for line in log.read_text().splitlines() if line.startswith("device auto:")]
             assert notices == ["device auto: no CUDA device is visible to this process; training on cpu"]

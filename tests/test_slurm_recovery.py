@@ -58,7 +58,7 @@ def dry_run_train_jobs(configfile, results, *config):
             rule = stripped.split()[-1].rstrip(":")
         elif stripped.startswith("wildcards:") and rule == "train_run":
             values = dict(item.strip().split("=", 1) for item in stripped.split(":", 1)[1].split(", "))
-            arm = "{family}/{term}_{mode}_{alpha}".format(**values)
+            arm = "{family}/ref{reference}/{term}_{mode}_{alpha}".format(**values)
             first, last = map(int, values["chunk"].split("-"))
             runs = [path for path in grid if path.startswith(f"{arm}/seed") and first <= int(path.rsplit("seed", 1)[1]) <= last]
             jobs.append((list(values.values()), runs))
@@ -84,17 +84,17 @@ GROUP_SUBMIT_LINE = (
     "sbatch --parsable --job-name 06fcd332-4353-4351-8839-cbaf117dddf9 --output /w/.snakemake/slurm_logs/"
     "group_train_train_run/%j.log --export=ALL --comment rule_train_train_run -p debug -t 20 --mem 2000 "
     "--cpus-per-task=1 -D /w --gpus=1 --wrap=/w/.venv/bin/python -m snakemake --snakefile '/w/Snakefile' "
-    "--target-jobs 'train_run:family=discrete,term=raw,mode=mean,alpha=0,chunk=0-0' "
-    "'train_run:family=discrete,term=raw,mode=sum,alpha=0,chunk=0-0' --allowed-rules train_run "
+    "--target-jobs 'train_run:family=discrete,reference=0,term=raw,mode=mean,alpha=0,chunk=0-0' "
+    "'train_run:family=discrete,reference=0,term=raw,mode=sum,alpha=0,chunk=0-0' --allowed-rules train_run "
     "--local-groupid 'c5ddfaab-4e31-5f78-86b3-248fd3a745cf' --cores 'all' --attempt 1 --wait-for-files "
-    "'/tmp/g1/reference/mean.json' --config 'results=/tmp/g1' --executor slurm-jobstep --jobs 1 --mode 'remote'"
+    "'/tmp/g1/reference/ref0/mean.json' --config 'results=/tmp/g1' --executor slurm-jobstep --jobs 1 --mode 'remote'"
 )
 
 
 def test_a_group_jobs_runs_are_recovered_from_its_submit_line():
     assert runs_of_slurm_job("rule_train_train_run", GROUP_SUBMIT_LINE) == [
-        {"family": "discrete", "term": "raw", "mode": "mean", "alpha": 0.0, "seed": 0},
-        {"family": "discrete", "term": "raw", "mode": "sum", "alpha": 0.0, "seed": 0},
+        {"family": "discrete", "reference": 0, "term": "raw", "mode": "mean", "alpha": 0.0, "seed": 0},
+        {"family": "discrete", "reference": 0, "term": "raw", "mode": "sum", "alpha": 0.0, "seed": 0},
     ]
 
 
@@ -111,9 +111,9 @@ def test_every_run_is_recovered_from_a_group_jobs_command(configfile, tmp_path):
 
 
 def test_a_chunk_names_the_seeds_of_its_range_and_the_grid_keeps_its_own():
-    comment = "rule_train_run_wildcards_discrete_raw_sum_0_10-13"
+    comment = "rule_train_run_wildcards_discrete_0_raw_sum_0_10-13"
     assert [run["seed"] for run in runs_of_slurm_job(comment)] == [10, 11, 12, 13]
-    assert [run["seed"] for run in runs_of_slurm_job(comment, grid=["discrete/raw_sum_0/seed12"])] == [12]
+    assert [run["seed"] for run in runs_of_slurm_job(comment, grid=["discrete/ref0/raw_sum_0/seed12"])] == [12]
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,8 @@ T_975 = {1: 12.706204736174698, 2: 4.302652729911275, 3: 3.182446305284263}  # t
 def run(family, controls, term, mode, seed, nmi, mi=0.5, converged=1.0):
     return {
         "family": family,
+        "reference": 0,
+        "numerics": "AVX2 kernels, a test CPU, 1 thread, float32, torch 2.13.0+cpu",
         "model": "shared_discrete",
         "controls": controls,
         "term": term,

@@ -5,7 +5,9 @@ import re
 import pandas as pd
 import pytest
 
-from experiments.synthetic_sequences.analysis.contrasts import arm_table, contrast_table
+from experiments.synthetic_sequences.analysis import inference, stratified
+from experiments.synthetic_sequences.analysis.contrasts import contrast_table
+from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.verdict_text import verdict_markdown
 
@@ -25,6 +27,8 @@ def arm_runs(arm: str, took_up: int, seeds: int, *, mi: float = 0.8, information
         rows.append(
             {
                 "family": family,
+                "reference": 0,
+                "numerics": "AVX2 kernels, a test CPU, 1 thread, float32, torch 2.13.0+cpu",
                 "model": "shared_discrete",
                 "controls": controls,
                 "term": "raw",
@@ -134,7 +138,7 @@ def test_no_table_has_an_all_nan_row_and_every_line_names_its_runs():
     lines = verdict_table(table, contrasts, CONTROL_OF)
     for frame in (contrasts, lines, arm_table(table, CONTROL_OF)):
         assert not frame.empty and not frame.isna().all(axis=1).any()
-    assert lines.runs.str.contains("mean: main/raw_mean_0 seeds 0-2; sum: main/raw_sum_0 seeds 0-2").all()
+    assert lines.runs.str.contains("mean: main/ref0/raw_mean_0 seeds 0-2; sum: main/ref0/raw_sum_0 seeds 0-2").all()
     text = verdict_markdown(lines, table, CONTROL_OF)
     assert text.startswith("# Verdict") and text.count("\n- ") == 4
     assert re.search(r"\|\s+seed \| mean\s+\| sum\s+\| scale\s+\| balance", text)
@@ -180,3 +184,38 @@ def test_no_onset_in_either_arm_is_said_once():
     lines = verdict(runs(arm_runs("mean", 0, 4), arm_runs("sum", 0, 4)))
     text = lines["onset"]["verdict"]
     assert "so there is no onset to compare" in text and text.count("no onset") == 1
+
+
+def blocked_runs(arm: str, took_up: list[int], seeds: int, **kwargs) -> list[dict]:
+    """arm_runs in each reference block: block r's first took_up[r] seeds take up the latent."""
+    return [{**row, "reference": block} for block, k in enumerate(took_up) for row in arm_runs(arm, k, seeds, **kwargs)]
+
+
+def test_blocks_are_compared_within_and_pooled_and_the_line_gives_each_blocks_count():
+    table = runs(blocked_runs("mean", [0, 0, 0], 4), blocked_runs("sum", [3, 2, 4], 4))
+    contrasts = contrast_table(table, CONTROL_OF)
+    row = contrasts[(contrasts.metric == "took_up") & (contrasts.comparison == "sum-mean")].iloc[0]
+    assert row["test"] == "exact stratified by reference" and row["references"] == 3
+    assert row["p"] == pytest.approx(stratified.exact_stratified_p([(3, 4, 0, 4), (2, 4, 0, 4), (4, 4, 0, 4)]), rel=1e-9)
+    onset = contrasts[(contrasts.metric == "onset_step") & (contrasts.comparison == "sum-mean")].iloc[0]
+    assert onset["test"] == "log-rank stratified by reference"
+    lines = verdict(table)
+    assert "sum 9/12 (ref0 3/4, ref1 2/4, ref2 4/4)" in lines["take-up"]["verdict"] and lines["take-up"]["reading"] == "raises"
+    page = verdict_markdown(verdict_table(table, contrasts, CONTROL_OF), table, CONTROL_OF)
+    assert "Over 3 z-free references (z-free seeds 0, 1, 2) and up to 4 seeds each, on this data draw" in page
+    assert "| ref2        |      3 |" in page  # the per-seed table names each run's block
+
+
+def test_blocks_that_disagree_are_named_on_the_take_up_line():
+    table = runs(blocked_runs("mean", [1, 9, 1], 10), blocked_runs("sum", [9, 1, 9], 10))
+    assert "The references disagree on it (Breslow-Day p = " in verdict(table)["take-up"]["verdict"]
+
+
+def test_one_block_keeps_the_tests_of_a_pipeline_without_blocks():
+    table = runs(arm_runs("mean", 2, 10), arm_runs("sum", 7, 10))
+    contrasts = contrast_table(table, CONTROL_OF).set_index(["comparison", "metric", "subset"])
+    assert contrasts.loc[("sum-mean", "took_up", "all"), "p"] == pytest.approx(inference.boschloo_p(7, 10, 2, 10), rel=1e-12)
+    mean, total = (table[table["mode"] == mode] for mode in ("mean", "sum"))
+    logrank = inference.logrank_p(total.onset_step, total.onset_observed, mean.onset_step, mean.onset_observed)
+    assert contrasts.loc[("sum-mean", "onset_step", "all"), "p"] == pytest.approx(logrank, rel=1e-12)
+    assert contrasts.loc[("sum-mean", "mutual_information", "all"), "interval"] == "paired t"

@@ -52,18 +52,20 @@ def test_lint_is_clean():
 
 
 def dry_run_jobs(*args):
-    """(rule, inputs, outputs) of every job a forced dry run would execute."""
-    run = snakemake("-n", "--forceall", *args)
+    """(rule, inputs, outputs, shell command) of every job a forced dry run would execute."""
+    run = snakemake("-n", "--forceall", "--printshellcmds", *args)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     jobs, current = [], None
     for line in run.stdout.splitlines():
         stripped = line.strip()
         if line.startswith("rule ") or line.startswith("localrule "):
-            current = {"rule": stripped.split()[-1].rstrip(":"), "input": [], "output": []}
+            current = {"rule": stripped.split()[-1].rstrip(":"), "input": [], "output": [], "shell": ""}
             jobs.append(current)
         elif current is not None and stripped.startswith(("input:", "output:")):
             key, _, files = stripped.partition(":")
             current[key] = [f.strip() for f in files.split(",")]
+        elif current is not None and stripped.startswith("Shell command:"):
+            current["shell"] = stripped.removeprefix("Shell command:").strip()
     return jobs
 
 
@@ -73,22 +75,49 @@ def test_dry_run_wires_every_run_to_the_reference_of_its_own_mode(tmp_path, conf
     trainings = [job for job in jobs if job["rule"] == "train_run"]
     assert trainings
     for job in trainings:
-        mode = job["output"][0].split("/")[-2].split("_")[1]  # runs/{family}/{term}_{mode}_{alpha}/seeds{chunk}.json
+        mode = job["output"][0].split("/")[-2].split("_")[1]  # runs/{family}/ref0/{term}_{mode}_{alpha}/seeds{chunk}.json
         references = [path for path in job["input"] if "/reference/" in path]
-        assert references == [f"{tmp_path}/reference/{mode}.json"]
+        assert references == [f"{tmp_path}/reference/ref0/{mode}.json"]
     modes = {job["output"][0].rsplit("/", 1)[-1] for job in jobs if job["rule"] == "reference_scale"}
     assert modes == {"mean.json", "sum.json"}
+
+
+def test_dry_run_wires_every_job_to_the_artifacts_of_its_own_reference_block(tmp_path):
+    """With 2 reference blocks, no job reads another block's z-free model, scores or c_base."""
+    (tmp_path / "blocks.yaml").write_text("references: [3, 5]\nseeds: 2\n")
+    jobs = dry_run_jobs("--configfile", str(tmp_path / "blocks.yaml"), "--config", f"results={tmp_path}")
+    block_of = {"train_zfree": {}, "score_records": {}, "reference_scale": {}, "train_run": {}}
+    for job in jobs:
+        if job["rule"] not in block_of:
+            continue
+        (block,) = {part for path in job["output"] for part in path.split("/") if re.fullmatch(r"ref[0-9]+", part)}
+        read = {part for path in job["input"] for part in path.split("/") if re.fullmatch(r"ref[0-9]+", part)}
+        assert read <= {block}, (job["rule"], job["input"])
+        block_of[job["rule"]][job["output"][0]] = block
+        if job["rule"] == "train_run":
+            checkpoints = [path for path in job["input"] if path.endswith("model.pt")]
+            assert checkpoints == [f"{tmp_path}/zfree/{block}/model.pt"]  # the warm start of its own block
+            mode = job["output"][0].split("/")[-2].split("_")[1]
+            assert {f"{tmp_path}/zfree/{block}/scores/{split}.parquet" for split in ("train", "val")} <= set(job["input"])
+            assert [path for path in job["input"] if "/reference/" in path] == [f"{tmp_path}/reference/{block}/{mode}.json"]
+            # the trainer seeds of a chunk: its block's z-free seed in the high word, then the seed
+            seed = int(job["output"][0].rsplit("seeds", 1)[1].split("-")[0])
+            assert f"--seed {(int(block[3:]) << 20) + seed} --run-dir" in job["shell"], job["shell"]
+            assert f'"zfree_seed": {int(block[3:])}' in job["shell"]
+    assert set(block_of["train_zfree"].values()) == {"ref3", "ref5"} and len(block_of["train_zfree"]) == 2
+    assert len(block_of["train_run"]) == 2 * 4 * 2  # every arm's 2 seeds in each block
+    assert len(block_of["score_records"]) == 4 and len(block_of["reference_scale"]) == 4
 
 
 def test_an_arms_seeds_train_in_chunks_of_seeds_per_job(tmp_path):
     jobs = dry_run_jobs("--config", f"results={tmp_path}", "seeds=12", "seeds_per_job=5")
     chunks = sorted(job["output"][0].removeprefix(f"{tmp_path}/runs/") for job in jobs if job["rule"] == "train_run")
-    arms = ["discrete-balance/raw_sum_0", "discrete-scale/raw_mean_0", "discrete/raw_mean_0", "discrete/raw_sum_0"]
+    arms = ["discrete-balance/ref0/raw_sum_0", "discrete-scale/ref0/raw_mean_0", "discrete/ref0/raw_mean_0", "discrete/ref0/raw_sum_0"]
     assert chunks == sorted(f"{arm}/seeds{chunk}.json" for arm in arms for chunk in ("0-4", "5-9", "10-14"))
     extractions = [job for job in jobs if job["rule"] == "extract_metrics"]
     assert len(extractions) == 48
-    seed11 = next(job for job in extractions if job["output"][0].endswith("discrete/raw_sum_0/seed11.parquet"))
-    assert seed11["input"] == [f"{tmp_path}/runs/discrete/raw_sum_0/seeds10-14.json"]
+    seed11 = next(job for job in extractions if job["output"][0].endswith("discrete/ref0/raw_sum_0/seed11.parquet"))
+    assert seed11["input"] == [f"{tmp_path}/runs/discrete/ref0/raw_sum_0/seeds10-14.json"]
 
 
 def test_pilot_dry_run_is_fast(tmp_path):
@@ -113,7 +142,7 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({("families", "discrete", "seeds"): []}, "On instance['families']['discrete']['seeds']"),
         (
             {("families", "discrete", "runs"): [{"term": "raw", "modes": ["mean", "sum"]}, {"term": "raw", "modes": ["sum"]}]},
-            "duplicate run key discrete/raw_sum_0/seed0",
+            "duplicate run key discrete/ref0/raw_sum_0/seed0",
         ),
         ({("reference", "source"): "zfreee"}, "'zfreee' is not one of ['zfree', 'entangled']"),
         ({("data", "length_overlap"): 1.5}, "1.5 is greater than the maximum of 1"),
@@ -127,7 +156,7 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({("families", "discrete", "settings", "weight_decay"): -1}, "weight_decay: -1 is not allowed; it must be >= 0"),
         ({("families", "discrete", "settings", "device"): "tpu"}, "allowed values: cpu, auto, cuda, cuda:N, mps"),
         # checked before data generation and z-free training, naming the field
-        ({("seeds",): [2**32]}, "On instance['seeds']"),
+        ({("seeds",): [2**20]}, "On instance['seeds']"),
         ({("families", "discrete", "settings", "n_head"): 3}, "families.discrete: n_head: 3 does not divide d_model 64"),
         ({("zfree", "n_head"): 3}, "zfree.n_head: 3 does not divide d_model 64"),
         ({("families", "discrete-scale", "beta"): 0.5}, "families.discrete-scale: a scale control must equal its main family discrete"),
@@ -141,6 +170,12 @@ RUN0 = ("families", "discrete", "runs", 0)
             "families.discrete.settings.batch_size: 5000 is more than data.n_train (4000)",
         ),
         ({("zfree", "batch_size"): 5000}, "zfree.batch_size: 5000 is more than data.n_train (4000) records"),
+        ({("zfree", "seed"): 1}, "zfree.seed: no longer read; the z-free seeds are the top-level `references:`"),
+        ({("references",): [2, 2]}, "On instance['references']"),
+        (
+            {("reference", "source"): "entangled", ("reference", "checkpoint"): "old/run.pt", ("references",): 2},
+            "but source: entangled has one checkpoint, so one block; set references: 1",
+        ),
     ],
 )
 def test_bad_config_fails_at_parse_time_naming_the_field(tmp_path, override, message):
@@ -173,7 +208,7 @@ def test_a_key_written_twice_in_a_config_file_is_refused_naming_it_and_its_lines
     repeated = text + "\nzfree:\n  steps: 10\n"  # a second top-level zfree block: YAML would keep it silently
     (tmp_path / "config.yaml").write_text(repeated)
     run = snakemake("-n", "--configfile", str(tmp_path / "config.yaml"), "--config", f"results={tmp_path / 'results'}")
-    line = text.splitlines().index("zfree:                     # core.disentanglement.zfree train") + 1
+    line = next(i for i, entry in enumerate(text.splitlines(), 1) if entry.startswith("zfree:"))
     assert run.returncode != 0
     assert f"key 'zfree' is written twice in one mapping (lines {line} and {len(text.splitlines()) + 2})" in run.stdout + run.stderr
 
@@ -198,11 +233,11 @@ def test_entangled_run_reference_is_rescored_in_each_mode(tmp_path, trained):
         **{("data", key): value for key, value in {"seed": 0, "n_train": 400, "n_val": 120, "n_test": 60}.items()},
     }
     results = tmp_path / "results"
-    targets = [f"{results}/reference/mean.json", f"{results}/reference/sum.json"]
+    targets = [f"{results}/reference/ref0/mean.json", f"{results}/reference/ref0/sum.json"]
     run = snakemake(*targets, "--cores", "2", "--configfile", str(write_config(tmp_path, overrides)), "--config", f"results={results}")
     assert run.returncode == 0, run.stderr[-3000:]
     assert "train_zfree" not in jobs_that_ran(run)
-    scores = read_scores(results / "zfree" / "scores" / "val.parquet")
+    scores = read_scores(results / "zfree" / "ref0" / "scores" / "val.parquet")
     assert scores.metadata["checkpoint"] == str(tmp_path / "entangled.pt")
     per_example = [list(map(float, a)) for a in scores.frame.token_nll]
     mean_ref, sum_ref = (json.loads(Path(t).read_text()) for t in targets)
@@ -251,18 +286,24 @@ def test_default_pilot_produces_every_table_and_plot(pipeline):
     assert curves.groupby(["family", "mode", "seed"]).step.nunique().eq(8).all()  # eight evaluations per run
     for table in TABLES:
         frame = pd.read_parquet(pipeline / "tables" / f"{table}.parquet")
-        # nan where nothing is left to resolve, or where too few onsets bound a median's interval
-        empty_columns = set(frame.columns[frame.isna().all(axis=0)]) - {"seeds_needed", "median_onset_low", "median_onset_high"}
+        # nan where nothing is left to resolve, where too few onsets bound a median's interval, or (one reference
+        # block) where there is no homogeneity across blocks to test
+        empty_columns = set(frame.columns[frame.isna().all(axis=0)]) - {
+            "seeds_needed",
+            "median_onset_low",
+            "median_onset_high",
+            "p_homogeneity",
+        }
         assert not frame.isna().all(axis=1).any() and not empty_columns, table
     confounds = pd.read_parquet(pipeline / "tables" / "confounds.parquet")
     samples = confounds[confounds.diagnostic == "sample_parse_rate"]
     assert set(samples["mode"]) == {"mean", "sum"} and samples.scope.nunique() >= 2
-    references = {mode: json.loads((pipeline / "reference" / f"{mode}.json").read_text()) for mode in ("mean", "sum")}
+    references = {mode: json.loads((pipeline / "reference" / "ref0" / f"{mode}.json").read_text()) for mode in ("mean", "sum")}
     assert references["mean"]["scores_sha256"] == references["sum"]["scores_sha256"]
     assert references["sum"]["c_base"] > references["mean"]["c_base"] * references["mean"]["token_count"]["min"]
-    zfree = json.loads((pipeline / "zfree" / "model.json").read_text())
+    zfree = json.loads((pipeline / "zfree" / "ref0" / "model.json").read_text())
     assert zfree["val_nll_per_token"] < 0.5 * zfree["uniform_nll_per_token"]
-    assert (pipeline / "benchmarks" / "train_zfree.tsv").is_file()
+    assert (pipeline / "benchmarks" / "train_zfree" / "ref0.tsv").is_file()
 
 
 @pytest.mark.slow
@@ -282,11 +323,11 @@ def test_rerun_is_a_no_op(pipeline):
 
 @pytest.mark.slow
 def test_table_target_reruns_only_the_table_rules(pipeline):
-    before = (pipeline / "runs" / "discrete" / "raw_sum_0" / "seed0" / "eval.json").stat().st_mtime
+    before = (pipeline / "runs" / "discrete" / "ref0" / "raw_sum_0" / "seed0" / "eval.json").stat().st_mtime
     run = snakemake("tables", "--cores", "2", "--forcerun", "aggregate_tables", "--config", f"results={pipeline}")
     assert run.returncode == 0, run.stderr[-2000:]
     assert jobs_that_ran(run) == {"aggregate_tables", "plots", "tables"}
-    assert (pipeline / "runs" / "discrete" / "raw_sum_0" / "seed0" / "eval.json").stat().st_mtime == before
+    assert (pipeline / "runs" / "discrete" / "ref0" / "raw_sum_0" / "seed0" / "eval.json").stat().st_mtime == before
 
 
 @pytest.mark.slow
@@ -305,20 +346,20 @@ def test_stale_runs_are_refused_without_snakemakes_metadata(pipeline, tmp_path):
     assert "optim.steps 400 (grid: 60)" in log and f"rm -r {results}/runs/" in log
     records = {path: json.loads(path.read_text()) for path in (results / GRID_FOLDER).glob("*.json")}
     assert len(records) == 2  # the pilot's grid and the new one, each named by its content
-    assert [r["runs"]["discrete/raw_sum_0/seed0"]["settings"]["optim.steps"] for r in records.values()].count(60) == 1
+    assert [r["runs"]["discrete/ref0/raw_sum_0/seed0"]["settings"]["optim.steps"] for r in records.values()].count(60) == 1
 
 
 @pytest.mark.slow
 def test_a_sum_run_forced_onto_a_mean_artifact_is_refused(pipeline, tmp_path):
     results = tmp_path / "results"
     shutil.copytree(pipeline, results, ignore=shutil.ignore_patterns("runs", "metrics", "tables", "plots"))
-    shutil.copy(results / "reference" / "mean.json", results / "reference" / "sum.json")
-    target = f"{results}/runs/discrete/raw_sum_0/seeds0-0.json"  # the chunk of seed 0, one seed per job
+    shutil.copy(results / "reference" / "ref0" / "mean.json", results / "reference" / "ref0" / "sum.json")
+    target = f"{results}/runs/discrete/ref0/raw_sum_0/seeds0-0.json"  # the chunk of seed 0, one seed per job
     run = snakemake(target, "--cores", "1", "--config", f"results={results}")
     assert run.returncode != 0
-    log = (results / "logs" / "train_run" / "discrete" / "raw_sum_0" / "seeds0-0.log").read_text()
+    log = (results / "logs" / "train_run" / "discrete" / "ref0" / "raw_sum_0" / "seeds0-0.log").read_text()
     assert "built in mode 'mean' but the run uses mode 'sum'" in log
-    assert not (results / "runs" / "discrete" / "raw_sum_0" / "seed0" / "eval.json").exists()
+    assert not (results / "runs" / "discrete" / "ref0" / "raw_sum_0" / "seed0" / "eval.json").exists()
 
 
 # A continuous family with both controls, raw and the hybrid in both modes, beside a discrete family without controls
@@ -377,7 +418,7 @@ def test_the_continuous_family_and_a_family_without_controls_reach_the_verdict(m
     discrete = verdict.split("## discrete raw alpha=0")[1].split("## Summary")[0]
     assert "Controls not run: scale and balance." in discrete
     raw = verdict.split("## continuous raw alpha=0")[1].split("## ")[0]
-    assert "Controls not run" not in raw and "scale: continuous-scale/raw_mean_0 seeds 0" in raw
+    assert "Controls not run" not in raw and "scale: continuous-scale/ref0/raw_mean_0 seeds 0" in raw
     hybrid = verdict.split("## continuous hybrid alpha=1")[1].split("## ")[0]
     assert "Controls not run: scale and balance." in hybrid  # the controls run raw only
     for plot in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves"):

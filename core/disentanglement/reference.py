@@ -54,6 +54,7 @@ def build_reference(scores_path: str | Path, mode: AggregationMode | str) -> dic
         "scores": str(scores.path),
         "scores_sha256": sha256_file(scores.path),
         "zfree_checkpoint_sha256": scores.metadata.get("checkpoint_sha256"),
+        "zfree_seed": scores.metadata.get("zfree_seed"),  # its reference block (None for an entangled run's checkpoint)
     }
 
 

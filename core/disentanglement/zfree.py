@@ -214,6 +214,8 @@ def score_records(checkpoint_path: str | Path, records_path: str | Path, out_pat
     provenance = {
         "checkpoint": str(checkpoint_path),
         "checkpoint_sha256": sha256_file(checkpoint_path),
+        # the reference block the scores belong to: a z-free model's seed (an entangled run's checkpoint has none)
+        "zfree_seed": checkpoint["train_config"].get("seed") if checkpoint["kind"] == "zfree" else None,
         "records": str(records.path),
         "records_sha256": sha256_file(records.path),
         "vocab": list(records.vocab),

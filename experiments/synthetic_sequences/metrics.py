@@ -45,6 +45,8 @@ REGISTRY = (
     Metric("took_up", "took up the latent", "share of seeds", "higher", margin=0.3),
     Metric("onset_step", "onset of take-up", "step", "lower"),
     Metric("converged", "converged", "flag", "neither"),
+    Metric("floor_mutual_information", "smallest validation I(x;z) before the onset (nats)", NATS, "neither"),
+    Metric("rounding_takeup", "took up from a posterior uniform to float precision", "flag", "neither"),
     # latent usage
     # I(x;z) >= 0; the continuous family's is a Monte Carlo estimate, which may fall below 0 by its standard error
     Metric("mutual_information", "I(x;z) (nats)", NATS, "higher", margin=0.05, bounds=NON_NEGATIVE, standard_error="mutual_information_se"),
@@ -157,6 +159,8 @@ VIEWS = {
     ),
     # the objective's per-batch extremes of the reconstruction family's inputs, logged beside the token counts
     "batch_extremes": ("base_aggregate_min", "kappa_min", "kappa_max", "eta_min", "eta_max"),
+    # the collapse before take-up (analysis/curves.py): the takeup table's smallest floor and count of rounding events
+    "collapse": ("floor_mutual_information", "rounding_takeup"),
     # the verdict's endpoints, in its order: take-up, onset, magnitude, separation (analysis/verdict.py)
     "verdict": ("took_up", "onset_step", "mutual_information", "strategy_information"),
 }

@@ -1,7 +1,7 @@
 """The run directory: where a run lives, what it holds, what marks it finished and where a chunk's resume state waits.
 
-    {results}/runs/{family}/{term}_{mode}_{alpha}/
-        seed{seed}/                 one run (RUN_TEMPLATE)
+    {results}/runs/{family}/ref{reference}/{term}_{mode}_{alpha}/
+        seed{seed}/                 one run (RUN_TEMPLATE) of the reference block whose z-free seed is {reference}
             run_config.json         its settings, nested by group (TrainConfig.to_dict())
             metrics.partial.jsonl   while it trains: the rows logged so far
             metrics.jsonl           one JSON record per logged train step and per validation point (key "split")
@@ -12,9 +12,10 @@
             resume.pt               in the first seed's directory of a chunk that is not done: the chunk's state
         seeds{first}-{last}.json    a chunk's record (CHUNK_TEMPLATE), written once all its seeds finished
 
-Term names hold no underscore and alpha is written canonically, so a path parses back to its run's parameters, and
-a mean run and a sum run can never share a directory. The trainer, extraction, the rules (through common.smk) and
-Slurm recovery all read the layout from here. No torch or pandas: the Snakefile imports it.
+Every run belongs to one reference: the z-free model of seed {reference} (REFERENCE_ARTIFACTS), whose scores, c_base
+and warm start it reads and no other's. Term names hold no underscore and alpha is written canonically, so a path
+parses back to its run's parameters, and a mean run and a sum run can never share a directory. The trainer,
+extraction, the rules (through common.smk) and Slurm recovery all read the layout from here. No torch or pandas: the Snakefile imports it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,18 @@ from pathlib import Path
 from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, parse_aggregation_mode
 
 RUNS_FOLDER = "runs"  # under the results folder
+REFERENCE_TEMPLATE = "ref{reference}"  # a reference block, named by its z-free seed
 KEY_TEMPLATE = "{term}_{mode}_{alpha}"
-RUN_TEMPLATE = "{family}/" + KEY_TEMPLATE + "/seed{seed}"
-CHUNK_TEMPLATE = "{family}/" + KEY_TEMPLATE + "/seeds{chunk}"
+RUN_TEMPLATE = "{family}/" + REFERENCE_TEMPLATE + "/" + KEY_TEMPLATE + "/seed{seed}"
+CHUNK_TEMPLATE = "{family}/" + REFERENCE_TEMPLATE + "/" + KEY_TEMPLATE + "/seeds{chunk}"
+# a reference block's artifacts under the results folder: its z-free model, its scores of the records, its c_base per mode
+REFERENCE_ARTIFACTS = {
+    "checkpoint": "zfree/" + REFERENCE_TEMPLATE + "/model.pt",
+    "summary": "zfree/" + REFERENCE_TEMPLATE + "/model.json",
+    "train_log": "zfree/" + REFERENCE_TEMPLATE + "/train_log.jsonl",
+    "scores": "zfree/" + REFERENCE_TEMPLATE + "/scores/{split}.parquet",
+    "scale": "reference/" + REFERENCE_TEMPLATE + "/{mode}.json",
+}
 
 RUN_CONFIG = "run_config.json"
 METRICS_LOG = "metrics.jsonl"
@@ -122,18 +132,36 @@ def parse_run_key(key: str) -> tuple[str, str, float]:
     return term, mode, alpha
 
 
-def run_path(family: str, term: str, mode: str, alpha: float, seed: int) -> str:
+def run_path(family: str, reference: int, term: str, mode: str, alpha: float, seed: int) -> str:
     """The run's path under the runs folder: RUN_TEMPLATE filled, alpha written canonically."""
-    return RUN_TEMPLATE.format(family=family, term=term, mode=mode, alpha=format_alpha(alpha), seed=seed)
+    return RUN_TEMPLATE.format(family=family, reference=reference, term=term, mode=mode, alpha=format_alpha(alpha), seed=seed)
+
+
+def numbered(part: str, prefix: str) -> int | None:
+    """'ref12' with prefix 'ref' -> 12; None for anything else."""
+    digits = part[len(prefix) :]
+    return int(digits) if part.startswith(prefix) and digits.isdigit() else None
 
 
 def parse_run_path(path: str) -> dict:
-    """'{family}/{term}_{mode}_{alpha}/seed{seed}' (any prefix) -> its parameters."""
+    """'{family}/ref{reference}/{term}_{mode}_{alpha}/seed{seed}' (any prefix) -> its parameters."""
     parts = path.rstrip("/").split("/")
-    if len(parts) < 3 or not parts[-1].startswith("seed") or not parts[-1][4:].isdigit():
-        raise GridError(f"run path {path!r} does not end in family/term_mode_alpha/seed<N>")
+    if len(parts) < 4 or numbered(parts[-1], "seed") is None or numbered(parts[-3], "ref") is None:
+        raise GridError(f"run path {path!r} does not end in family/ref<N>/term_mode_alpha/seed<N>")
     term, mode, alpha = parse_run_key(parts[-2])
-    return {"family": parts[-3], "term": term, "mode": mode, "alpha": alpha, "seed": int(parts[-1][4:])}
+    return {
+        "family": parts[-4],
+        "reference": numbered(parts[-3], "ref"),
+        "term": term,
+        "mode": mode,
+        "alpha": alpha,
+        "seed": numbered(parts[-1], "seed"),
+    }
+
+
+def reference_artifact(name: str, reference: int, **fields) -> str:
+    """A reference block's artifact under the results folder: REFERENCE_ARTIFACTS[name] filled."""
+    return REFERENCE_ARTIFACTS[name].format(reference=reference, **fields)
 
 
 def run_directory(results: str, path: str) -> str:

@@ -8,8 +8,8 @@ import pandas as pd
 
 
 def confound_table(data_summary: dict, references: Sequence[dict], metrics: pd.DataFrame) -> pd.DataFrame:
-    """Length against strategy and task, token counts, c_base per mode, and per mode the samples' parse rate and
-    answer accuracy in each y-length bucket of the test prompts (mean over that mode's runs)."""
+    """Length against strategy and task, token counts, c_base per mode and reference block (scope ref<N>), and per
+    mode the samples' parse rate and answer accuracy in each y-length bucket of the test prompts (mean over that mode's runs)."""
     rows = []
     for split in ("train", "val", "test"):
         summary = data_summary[split]
@@ -29,8 +29,9 @@ def confound_table(data_summary: dict, references: Sequence[dict], metrics: pd.D
                 }
             )
     for reference in references:
+        block = "overall" if reference.get("zfree_seed") is None else f"ref{reference['zfree_seed']}"
         for name in ("c_base", "base_aggregate_min"):
-            rows.append({"split": "val", "mode": reference["mode"], "diagnostic": name, "scope": "overall", "value": reference[name]})
+            rows.append({"split": "val", "mode": reference["mode"], "diagnostic": name, "scope": block, "value": reference[name]})
     samples = metrics[metrics.scope.str.startswith("length:") & metrics.metric.isin(("parse_rate", "answer_accuracy"))]
     for (mode, scope, metric), values in samples.groupby(["mode", "scope", "metric"])["value"]:
         rows.append(

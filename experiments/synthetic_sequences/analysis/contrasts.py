@@ -4,13 +4,21 @@ The arms of a (family, term, alpha): `mean` and `sum` of the main family, `scale
 the mean train token count) and `balance` (sum mode, beta x that count) of its control families. For each
 contrast `a - b` (COMPARISONS) the `mean_vs_sum` table holds, with the tests of inference.py:
 
-  took_up (primary)     p_a - p_b over each arm's runs; Newcombe interval; Boschloo's exact p, Holm-adjusted over the
-                        (family, term, alpha)'s planned contrasts; seeds per arm needed at the observed rates, at
-                        alpha / the planned contrasts
-  onset_step            difference of the Kaplan-Meier median onsets (nan where one is not reached); log-rank p
-  continuous metrics    paired by seed, among all pairs (subset `all`) and, for I(x;z), strategy information and
+Every arm has the same seeds in every reference block (stratified.py), so arms are compared within a block and
+pooled across blocks:
+
+  took_up (primary)     p_a - p_b over each arm's runs, which with balanced blocks is the Mantel-Haenszel risk
+                        difference; Newcombe interval of the pooled runs (wider than a stratified one, as pooling
+                        adds the blocks' spread); the exact p: Boschloo's with one block, the exact conditional test
+                        stratified by block with several, Holm-adjusted over the (family, term, alpha)'s planned
+                        contrasts; beside it the CMH p and Breslow-Day's homogeneity p; seeds per arm needed at the
+                        observed rates, at alpha / the planned contrasts
+  onset_step            difference of the Kaplan-Meier median onsets (nan where one is not reached); log-rank p,
+                        stratified by block
+  continuous metrics    paired by (block, seed), among all pairs (subset `all`) and, for I(x;z), strategy information and
                         reconstruction, among the pairs whose runs both took up the latent (subset `took_up`): mean
-                        difference with its paired t interval; exact sign-flip p; TOST p for a difference within
+                        difference with its paired t interval (with several blocks, widened to hold the two-level
+                        bootstrap interval too); exact sign-flip p; TOST p for a difference within
                         +-margin; seeds needed (among the pairs that took up only). NMI, AMI, ARI (of argmax codes
                         or k-means clusters of E_q[z]), the probe and the samples' rates, secondary readings: among
                         all pairs, with the paired t p
@@ -24,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis import inference
+from experiments.synthetic_sequences.analysis import inference, stratified
 from experiments.synthetic_sequences.metrics import margins, view
 
 # sum - mean is the effect; the control contrasts say how much of it each confound reproduces
@@ -34,7 +42,8 @@ ONSET = "onset_step"
 PAIRED_METRICS = view("paired_contrasts")  # among all pairs and among the pairs that took up
 SECONDARY_METRICS = view("secondary_contrasts")  # among all pairs only
 MARGINS = margins()
-ARM_KEYS = ["term", "alpha", "seed"]
+BLOCK = "reference"  # the runs table's column of a run's reference block
+ARM_KEYS = [BLOCK, "term", "alpha", "seed"]
 COLUMNS = [
     "family",
     "term",
@@ -57,6 +66,11 @@ COLUMNS = [
     "seeds_needed",
     "sd",
     "unconverged_runs",
+    "references",
+    "p_cmh",
+    "p_homogeneity",
+    "bootstrap_low",
+    "bootstrap_high",
 ]
 
 
@@ -74,10 +88,24 @@ def arms(runs: pd.DataFrame, control_of: dict[str, str]) -> dict[str, dict[str, 
     return result
 
 
+def block_tables(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[int, int, int, int]]:
+    """(k_a, n_a, k_b, n_b) of took_up in every block where both arms have runs."""
+    blocks = sorted(set(a[BLOCK]) & set(b[BLOCK]))
+    return [
+        (int(x[PRIMARY].sum()), len(x), int(y[PRIMARY].sum()), len(y)) for x, y in ((a[a[BLOCK] == r], b[b[BLOCK] == r]) for r in blocks)
+    ]
+
+
 def takeup_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
-    """took_up of arm a against arm b (all their runs, unpaired)."""
+    """took_up of arm a against arm b (all their runs, unpaired within each block)."""
     n_a, n_b, k_a, k_b = len(a), len(b), int(a[PRIMARY].sum()), int(b[PRIMARY].sum())
     low, high = inference.newcombe(k_a, n_a, k_b, n_b)
+    tables = block_tables(a, b)
+    if len(tables) == 1:
+        p, test, smallest = inference.boschloo_p(k_a, n_a, k_b, n_b), "boschloo", inference.smallest_boschloo_p(n_a, n_b)
+    else:
+        p, test = stratified.exact_stratified_p(tables), "exact stratified by reference"
+        smallest = stratified.smallest_exact_stratified_p([(t[1], t[3]) for t in tables])
     return {
         "metric": PRIMARY,
         "subset": "all",
@@ -88,17 +116,20 @@ def takeup_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
         "ci_low": low,
         "ci_high": high,
         "interval": "newcombe",
-        "p": inference.boschloo_p(k_a, n_a, k_b, n_b),
-        "test": "boschloo",
-        "smallest_p": inference.smallest_boschloo_p(n_a, n_b),
+        "p": p,
+        "test": test,
+        "smallest_p": smallest,
         "unconverged_runs": int((a.converged < 1).sum() + (b.converged < 1).sum()),
+        "references": len(tables),
+        "p_cmh": stratified.cmh_p(tables),
+        "p_homogeneity": stratified.breslow_day_p(tables),
     }
 
 
 def onset_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """onset_step of arm a against arm b: Kaplan-Meier medians and the log-rank p."""
     fits = [inference.kaplan_meier(arm[ONSET], arm.onset_observed) for arm in (a, b)]
-    p = inference.logrank_p(a[ONSET], a.onset_observed, b[ONSET], b.onset_observed)
+    p = inference.logrank_p(a[ONSET], a.onset_observed, b[ONSET], b.onset_observed, a[BLOCK], b[BLOCK])
     return {
         "metric": ONSET,
         "subset": "all",
@@ -106,21 +137,30 @@ def onset_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
         "n_b": len(b),
         "estimate": fits[0]["median"] - fits[1]["median"],
         "p": p,
-        "test": "log-rank" if np.isfinite(p) else "no onset in either arm",
+        "test": ("log-rank" if a[BLOCK].nunique() == 1 else "log-rank stratified by reference")
+        if np.isfinite(p)
+        else "no onset in either arm",
+        "references": int(a[BLOCK].nunique()),
     }
 
 
 def paired_rows(pairs: pd.DataFrame, subset: str, metrics: tuple[str, ...]) -> list[dict]:
-    """A row per metric over seed pairs (columns suffixed _a and _b)."""
+    """A row per metric over (block, seed) pairs (columns suffixed _a and _b)."""
     rows = []
     unconverged = int((pairs["converged_a"] < 1).sum() + (pairs["converged_b"] < 1).sum())
     for metric in metrics:
         if f"{metric}_a" not in pairs:
             continue
-        differences = (pairs[f"{metric}_a"] - pairs[f"{metric}_b"]).dropna().to_numpy(dtype=float)
+        present = pairs[[f"{metric}_a", f"{metric}_b", BLOCK]].dropna()
+        differences = (present[f"{metric}_a"] - present[f"{metric}_b"]).to_numpy(dtype=float)
         if len(differences) == 0:
             continue
         delta, sd, low, high = inference.t_interval(differences)
+        interval, boot_low, boot_high, blocks = "paired t", np.nan, np.nan, present[BLOCK].nunique()
+        if metric in PAIRED_METRICS:
+            boot_low, boot_high = stratified.two_level_bootstrap(differences, present[BLOCK].to_numpy())
+            if blocks > 1 and np.isfinite(boot_low):  # the t interval treats pairs as exchangeable across blocks
+                low, high, interval = min(low, boot_low), max(high, boot_high), "paired t + two-level bootstrap"
         if metric in PAIRED_METRICS:
             p, draws = inference.sign_flip_p(differences)
             test, smallest = (
@@ -138,7 +178,7 @@ def paired_rows(pairs: pd.DataFrame, subset: str, metrics: tuple[str, ...]) -> l
                 "estimate": delta,
                 "ci_low": low,
                 "ci_high": high,
-                "interval": "paired t",
+                "interval": interval,
                 "p": p,
                 "test": test,
                 "p_equivalence": inference.tost_p(differences, MARGINS[metric]),
@@ -148,6 +188,9 @@ def paired_rows(pairs: pd.DataFrame, subset: str, metrics: tuple[str, ...]) -> l
                 "seeds_needed": inference.paired_seeds_needed(delta, sd, MARGINS[metric]) if subset == "took_up" else np.nan,
                 "sd": sd,
                 "unconverged_runs": unconverged,
+                "references": blocks,
+                "bootstrap_low": boot_low,
+                "bootstrap_high": boot_high,
             }
         )
     return rows
@@ -191,55 +234,18 @@ def contrast_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFra
                 where = {"family": family, "term": term, "alpha": alpha, "comparison": f"{left}-{right}"}
                 rows += [{**where, **row} for row in comparison_rows(a, b)]
     table = adjust_for_multiplicity(pd.DataFrame(rows, columns=[*COLUMNS, "rate_b"])).drop(columns="rate_b")
-    statistics = ["estimate", "sd", "ci_low", "ci_high", "p", "p_adjusted", "p_equivalence"]
+    statistics = [
+        "estimate",
+        "sd",
+        "ci_low",
+        "ci_high",
+        "p",
+        "p_adjusted",
+        "p_equivalence",
+        "p_cmh",
+        "p_homogeneity",
+        "bootstrap_low",
+        "bootstrap_high",
+    ]
     table[statistics] = table[statistics].astype(float).round(12)  # float residue such as -3.7e-17 for a zero mean difference reads as 0
     return table
-
-
-ARM_COLUMNS = [
-    "family",
-    "term",
-    "alpha",
-    "arm",
-    "runs",
-    "took_up",
-    "rate",
-    "ci_low",
-    "ci_high",
-    "onsets_observed",
-    "median_onset",
-    "median_onset_low",
-    "median_onset_high",
-    "budget_step",
-]
-
-
-def arm_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
-    """Take-up per arm: k of n runs with its Clopper-Pearson interval, and the Kaplan-Meier median onset with its
-    interval (nan where the curve never falls to one half, or the bound is not reached)."""
-    rows = []
-    for family, family_arms in arms(runs, control_of).items():
-        for name, arm in family_arms.items():
-            for (term, alpha), group in arm.groupby(["term", "alpha"]):
-                k, n = int(group[PRIMARY].sum()), len(group)
-                low, high = inference.clopper_pearson(k, n)
-                fit = inference.kaplan_meier(group[ONSET], group.onset_observed)
-                rows.append(
-                    {
-                        "family": family,
-                        "term": term,
-                        "alpha": alpha,
-                        "arm": name,
-                        "runs": n,
-                        "took_up": k,
-                        "rate": k / n,
-                        "ci_low": low,
-                        "ci_high": high,
-                        "onsets_observed": int(group.onset_observed.sum()),
-                        "median_onset": fit["median"],
-                        "median_onset_low": fit["median_low"],
-                        "median_onset_high": fit["median_high"],
-                        "budget_step": float(group.budget_step.max()),
-                    }
-                )
-    return pd.DataFrame(rows, columns=ARM_COLUMNS)

@@ -6,6 +6,12 @@ hundred steps, or never does within the budget. So a run's primary outcome is an
   - onset_step      the first validation step with I(x;z) >= TAKEUP_THRESHOLD, or the last step when there is none;
   - onset_observed  1 when that step was reached, 0 when the run is right-censored at its budget.
 A run that never took up the latent has not converged to "no use": it is censored, it waited until its budget.
+The collapse is measured too:
+  - floor_mutual_information  the smallest validation I(x;z) before the onset (over the whole run when there is none;
+                              nan when the onset is the first evaluation);
+  - rounding_takeup           1 for a run that took up from a floor below ROUNDING_FLOOR: a posterior uniform to float
+                              precision, where nothing in the objective tells the codes apart, so only rounding broke
+                              their symmetry (exact I(x;z) only: a Monte Carlo estimate has no such floor).
 Why 0.1 nats: an unused latent sits at 1e-4 to 5e-3 nats, and the default pilot's runs that jump land between
 0.38 and 1.07 nats (ln 3 = 1.10 is the most 3 codes can carry), passing 0.1 within one or two evaluations; 0.1 is
 9% of ln 3 and twice the smallest I(x;z) difference of interest (0.05 nats).
@@ -31,6 +37,9 @@ import math
 from collections.abc import Sequence
 
 TAKEUP_THRESHOLD = 0.1  # nats of validation I(x;z)
+# nats: a discrete posterior uniform to float32 precision reads 1e-7 (float32's epsilon is 1.2e-7); an unused latent
+# that still tells codes apart sits at 1e-4 to 5e-3
+ROUNDING_FLOOR = 1e-6
 RECON_TOLERANCE = 0.05
 MI_TOLERANCE = 0.10
 MI_FLOOR = 0.05  # nats
@@ -56,13 +65,21 @@ def last_quarter_change(steps: Sequence[int], values: Sequence[float], floor: fl
 
 
 def takeup(validation_rows: Sequence[dict]) -> dict[str, float]:
-    """took_up, onset_step and onset_observed of a run (module docstring), and its budget: the last validation step."""
+    """took_up, onset_step, onset_observed and the collapse's floor of a run (module docstring), and its budget: the last
+    validation step."""
     onset = next((row["step"] for row in validation_rows if row[MI_CURVE] >= TAKEUP_THRESHOLD), None)
+    took_up = validation_rows[-1][MI_CURVE] >= TAKEUP_THRESHOLD
+    before = [row[MI_CURVE] for row in validation_rows if onset is None or row["step"] < onset]
+    floor = min(before) if before else math.nan
+    # a Monte Carlo I(x;z) (the continuous family's) sits at its estimate's noise, never at float precision
+    exact = all(row.get(MI_CURVE + "_se", 0.0) == 0.0 for row in validation_rows)
     return {
         "budget_step": float(validation_rows[-1]["step"]),
-        "took_up": float(validation_rows[-1][MI_CURVE] >= TAKEUP_THRESHOLD),
+        "took_up": float(took_up),
         "onset_step": float(validation_rows[-1]["step"] if onset is None else onset),
         "onset_observed": float(onset is not None),
+        "floor_mutual_information": float(floor),
+        "rounding_takeup": float(took_up and exact and floor < ROUNDING_FLOOR),  # nan compares False
     }
 
 

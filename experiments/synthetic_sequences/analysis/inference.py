@@ -4,7 +4,8 @@ Every test is scipy's or statsmodels'; this module only fixes the choices and th
   take-up (k of n runs)    Clopper-Pearson per arm; difference of proportions with Newcombe's interval and
                            Boschloo's exact p; seeds needed from the exact test's power at the observed rates (at
                            alpha / the planned contrasts, the level Holm holds the smallest p to)
-  onset (censored steps)   Kaplan-Meier per arm (median and its interval where reached), log-rank p
+  onset (censored steps)   Kaplan-Meier per arm (median and its interval where reached), log-rank p (stratified
+                           by reference block where there are several)
   continuous, by seed      paired t interval; exact paired sign-flip p (all 2^n sign patterns up to n = 16,
                            Monte Carlo beyond) for the endpoints, the paired t p for the secondary readings; TOST
                            equivalence p within +-margin
@@ -151,8 +152,9 @@ def kaplan_meier(times: np.ndarray, observed: np.ndarray) -> dict:
     }
 
 
-def logrank_p(times_a, observed_a, times_b, observed_b) -> float:
-    """The log-rank p for equal onset curves; nan when neither arm has an onset (nothing to compare)."""
+def logrank_p(times_a, observed_a, times_b, observed_b, strata_a=None, strata_b=None) -> float:
+    """The log-rank p for equal onset curves, stratified by block where each run's block is given (strata_a,
+    strata_b) and there are two or more; nan when neither arm has an onset (nothing to compare)."""
     from statsmodels.duration.survfunc import survdiff
 
     observed = np.concatenate([observed_a, observed_b]).astype(int)
@@ -160,8 +162,9 @@ def logrank_p(times_a, observed_a, times_b, observed_b) -> float:
         return NAN
     times = np.concatenate([times_a, times_b]).astype(float)
     groups = np.repeat([0, 1], [len(times_a), len(times_b)])
+    strata = None if strata_a is None else np.concatenate([strata_a, strata_b])
     try:
-        return float(survdiff(times, observed, groups)[1])
+        return float(survdiff(times, observed, groups, strata=strata if strata is not None and len(set(strata)) > 1 else None)[1])
     except np.linalg.LinAlgError:
         # zero variance: at every onset step every run still at risk took up, so each arm's observed count equals
         # its expected count and the curves agree

@@ -131,7 +131,7 @@ def curves(table: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
         for ax, metric in zip(row_axes, metrics, strict=True):
             for arm, arm_rows in panel[panel.metric == metric].groupby("arm"):
                 colour, style = ARM_STYLES[arm]
-                for _, seed_rows in arm_rows.groupby("seed"):
+                for _, seed_rows in arm_rows.groupby(["reference", "seed"]):
                     ax.plot(seed_rows.step, seed_rows.value, color=colour, ls=style, lw=0.6, alpha=0.5)
                 mean = arm_rows.groupby("step").value.mean()
                 ax.plot(mean.index, mean.to_numpy(), color=colour, ls=style, lw=2.2, label=arm)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
@@ -172,3 +173,12 @@ def parse_run_config(text: bytes, run_dir: Path) -> dict:
             "with flat settings; train the run again"
         )
     return run_config
+
+
+def numerics_label(record: Mapping | None) -> str:
+    """One line of a numerics record: 'AVX2 kernels, AMD EPYC 7B13, 1 thread, float32, torch 2.13.0+cpu'."""
+    if not record:
+        return "not recorded"
+    kernels = record["cuda_device"] if "cuda_device" in record else f"{record['cpu_capability']} kernels"
+    threads = f"{record['threads']} thread{'s' if record['threads'] != 1 else ''}"
+    return f"{kernels}, {record['cpu_model']}, {threads}, {record['dtype']}, torch {record['torch']}"

@@ -34,16 +34,18 @@ import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path, write_json
 from experiments.synthetic_sequences.analysis.confounds import confound_table
-from experiments.synthetic_sequences.analysis.contrasts import arm_table, contrast_table
+from experiments.synthetic_sequences.analysis.contrasts import contrast_table
 from experiments.synthetic_sequences.analysis.curves import convergence
 from experiments.synthetic_sequences.analysis.run_files import (
     check_evaluation,
+    numerics_label,
     parse_json,
     parse_run_config,
     read_finished_run,
     read_json,
     validation_rows,
 )
+from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.verdict_text import markdown, verdict_markdown
 from experiments.synthetic_sequences.metrics import view
@@ -60,7 +62,20 @@ from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, MET
 
 RUN_RECORD = "run_record"
 REEXTRACT = "re-extract without retraining: snakemake --cores 2 tables --forcerun extract_metrics (with the same --configfile / --config)"
-RUN_COLUMNS = ["family", "model", "controls", "term", "mode", "alpha", "seed", "beta", "reconstruction_scale", "warm_start"]
+RUN_COLUMNS = [
+    "family",
+    "reference",
+    "model",
+    "controls",
+    "term",
+    "mode",
+    "alpha",
+    "seed",
+    "beta",
+    "reconstruction_scale",
+    "warm_start",
+    "numerics",
+]
 
 
 def _scalar_items(section: dict, prefix: str = ""):
@@ -115,12 +130,14 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     resolved = metadata["resolved"]
     run = {
         "family": record["family"],
+        "reference": record["reference"],
         "model": run_config["model"]["model"],
         "controls": resolved["controls"],
         **{column: record[column] for column in ("term", "mode", "alpha", "seed")},
         "beta": resolved["beta"],
         "reconstruction_scale": resolved["reconstruction_scale"],
         "warm_start": bool(run_config["run"]["init_decoder"]),
+        "numerics": numerics_label(metadata.get("numerics")),
     }
     metric, scope, step, value = zip(*records, strict=True)
     columns = {column: [v] * len(records) for column, v in run.items()}
@@ -181,7 +198,7 @@ def curves_table(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
-    keys = ["family", "model", "controls", "term", "mode", "alpha"]
+    keys = ["family", "model", "controls", "term", "mode", "alpha"]  # over every reference block and seed
     present = [m for m in view("headline") if m in runs.columns]
     grouped = runs.groupby(keys, sort=True)[present]
     table = grouped.mean().add_suffix("_mean").join(grouped.std(ddof=1).add_suffix("_sd")).join(grouped.size().rename("seeds"))
@@ -251,8 +268,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="append",
         default=[],
         metavar="NAME=PATH",
-        help="a current input the runs must have been trained on: train_records, val_records, test_records, train_scores, "
-        "val_scores, reference_<mode>, init_decoder (repeat the flag)",
+        help="a current input the runs must have been trained on: train_records, val_records, test_records, and per "
+        "reference block ref<N>/train_scores, ref<N>/val_scores, ref<N>/reference_<mode>, ref<N>/init_decoder (repeat the flag)",
     )
     args = parser.parse_args(argv)
     try:

@@ -10,9 +10,18 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import MARGINS, ONSET, PRIMARY, arms
-from experiments.synthetic_sequences.analysis.curves import TAKEUP_THRESHOLD
-from experiments.synthetic_sequences.analysis.inference import ALPHA, MAX_SEEDS, POWER, kaplan_meier
+from experiments.synthetic_sequences.analysis.contrasts import BLOCK, MARGINS, ONSET, PRIMARY, arms
+from experiments.synthetic_sequences.analysis.curves import ROUNDING_FLOOR, TAKEUP_THRESHOLD
+from experiments.synthetic_sequences.analysis.inference import ALPHA, POWER, kaplan_meier
+from experiments.synthetic_sequences.analysis.takeup_table import ROUNDING, block_counts
+from experiments.synthetic_sequences.analysis.verdict_phrases import (
+    contrast_text,
+    disagreement,
+    finite,
+    resolvability,
+    runs_behind,
+    seeds_text,
+)
 from experiments.synthetic_sequences.metrics import view
 
 CONTROL_ARMS = ("scale", "balance")
@@ -57,7 +66,8 @@ READINGS = (
     ("separation", "all", "strategy information"),
 )
 ENDPOINTS = tuple(Endpoint(name, metric, subset, label) for metric, (name, subset, label) in zip(view("verdict"), READINGS, strict=True))
-STATISTICS = ("n_a", "n_b", "estimate", "ci_low", "ci_high", "p", "p_adjusted", "smallest_p")  # of the sum - mean row
+# of the sum - mean row
+STATISTICS = ("n_a", "n_b", "references", "estimate", "ci_low", "ci_high", "p", "p_adjusted", "smallest_p", "p_homogeneity")
 COLUMNS = [
     "family",
     "term",
@@ -67,12 +77,14 @@ COLUMNS = [
     "subset",
     "n_a",
     "n_b",
+    "references",
     "estimate",
     "ci_low",
     "ci_high",
     "p",
     "p_adjusted",
     "smallest_p",
+    "p_homogeneity",
     "reading",
     "scale",
     "balance",
@@ -81,10 +93,6 @@ COLUMNS = [
     "unconverged_runs",
     "verdict",
 ]
-
-
-def finite(value) -> bool:
-    return value is not None and not pd.isna(value) and math.isfinite(value)
 
 
 def reading(row: dict | None, margin: float) -> str:
@@ -106,10 +114,13 @@ def reading(row: dict | None, margin: float) -> str:
 
 
 def onset_sooner(row: dict) -> bool:
-    """Whether arm a's onsets come sooner: its median is earlier, or only its median is reached."""
+    """Whether arm a's onsets come sooner: its median is earlier, or only its median is reached, or, where neither is,
+    a larger share of its runs had an onset."""
     if finite(row["estimate"]):
         return row["estimate"] < 0
-    return finite(row["median_a"]) and not finite(row["median_b"])
+    if finite(row["median_a"]) or finite(row["median_b"]):
+        return finite(row["median_a"]) and not finite(row["median_b"])
+    return row["onset_share_a"] > row["onset_share_b"]
 
 
 def control_share(effect: str, control_vs_mean: str, sum_vs_control: str) -> str:
@@ -120,53 +131,6 @@ def control_share(effect: str, control_vs_mean: str, sum_vs_control: str) -> str
     if control_vs_mean in SAME:
         return "none of it"
     return "unclear"
-
-
-def number(value, digits: int = 3) -> str:
-    return f"{value:+.{digits}f}" if finite(value) else "-"
-
-
-def p_text(row: dict) -> str:
-    return f"{row['test']} p = {row['p']:.2g} ({row['adjustment']} {row['p_adjusted']:.2g})" if finite(row["p"]) else row["test"]
-
-
-def contrast_text(row: dict) -> str:
-    """'sum - mean +0.600 [+0.231, +0.814], boschloo p = 0.0054 (holm 0.027)'; an onset row has no estimate to print
-    where a median is not reached."""
-    interval = f" [{number(row['ci_low'])}, {number(row['ci_high'])}]" if finite(row["ci_low"]) else ""
-    estimate = f" {number(row['estimate'], 0)} steps" if row["metric"] == ONSET else f" {number(row['estimate'])}"
-    if not finite(row["estimate"]):  # an onset median not reached: no difference of medians to print
-        return f"{row['comparison'].replace('-', ' vs ')}: {p_text(row)}"
-    return f"{row['comparison'].replace('-', ' - ')}{estimate}{interval}, {p_text(row)}"
-
-
-def sample_size(row: dict) -> str:
-    if row["interval"] == "paired t":
-        return f"n = {row['n_a']} seed pair{'s' if row['n_a'] != 1 else ''}"
-    return f"n = {row['n_a']} per arm" if row["n_a"] == row["n_b"] else f"n = {row['n_a']} vs {row['n_b']}"
-
-
-def resolvability(row: dict, planned: int) -> str:
-    """Why this n cannot resolve the contrast, and the seeds that would."""
-    smallest = row["smallest_p"]
-    text = f"cannot be resolved at {sample_size(row)}"
-    if finite(smallest):
-        reachable = min(1.0, smallest * planned) if row["metric"] == PRIMARY else smallest
-        text += f": the smallest p {row['test'].split(',')[0]} can give at this n is {smallest:.2g}"
-        if row["metric"] == PRIMARY and planned > 1:
-            text += f" ({reachable:.2g} under Holm over {planned} contrasts)"
-        if reachable >= ALPHA:
-            text += ", so no outcome at this n reaches 0.05"
-    needed = row["seeds_needed"]
-    if finite(needed) and needed <= min(row["n_a"], row["n_b"]):
-        text += "; the observed values sit at the edge of resolving (the adjusted p or the interval falls short): add seeds"
-    elif finite(needed):
-        text += f"; about {int(needed)} seeds per arm would resolve it at the observed values"
-    elif needed == math.inf:
-        text += f"; more than {MAX_SEEDS} seeds per arm would be needed at the observed values"
-    elif row["subset"] == "all" and row["metric"] != PRIMARY:
-        text += "; no seed count is estimated from it: it mixes runs that took up with runs that did not (see take-up)"
-    return text
 
 
 def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, planned: int) -> dict:
@@ -191,7 +155,10 @@ def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, plan
         text += f"sum's onset comes {effect}" if effect in ("earlier", "later") else effect
     else:
         text += {"raises": f"sum raises {endpoint.label}", "lowers": f"sum lowers {endpoint.label}"}.get(effect, effect)
+    if endpoint.metric == PRIMARY and (note := disagreement(effect_row)):
+        text += "." + note
     shares, needed = {}, effect_row["seeds_needed"] if effect == "cannot be resolved" else math.nan
+    blocks = int(effect_row["references"]) if finite(effect_row.get("references")) else 1
     if effect in ("raises", "lowers"):
         details, absent = [], []
         for kind in CONTROL_ARMS:
@@ -206,7 +173,8 @@ def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, plan
                 continue
             unresolved = [row["seeds_needed"] for row in pair if reading(row, margin) == "cannot be resolved"]
             needed = max((value for value in (needed, *unresolved) if not pd.isna(value)), default=math.nan)
-            details.append(f"how much of it {kind} reproduces is unclear ({evidence}{seeds_text(max(unresolved, default=math.nan))})")
+            needed_here = seeds_text(max(unresolved, default=math.nan), blocks)
+            details.append(f"how much of it {kind} reproduces is unclear ({evidence}{needed_here})")
         if details and absent:
             details.append(f"no {' or '.join(absent)} control was run")
         joined = "; ".join(details) or "no control was run, so scale and length weighting cannot be told apart"
@@ -214,16 +182,20 @@ def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, plan
     return {"reading": effect, "shares": shares, "text": text + ".", "row": effect_row, "seeds_needed": needed}
 
 
-def seeds_text(needed: float) -> str:
-    if finite(needed):
-        return f": about {int(needed)} seeds per arm would tell"
-    return f": more than {MAX_SEEDS} seeds per arm would be needed" if needed == math.inf else ""
-
-
 def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame], medians: dict[str, float]) -> str:
-    """Per arm, what the endpoint counts: 'mean 0/10, sum 6/10' for take-up, the seeds behind the others."""
+    """Per arm, what the endpoint counts: 'mean 0/10, sum 6/10' for take-up (with several reference blocks, per block
+    too, and the take-ups that were rounding events), the seeds behind the others."""
     if endpoint.metric == PRIMARY:
-        return ", ".join(f"{name} {int(arm[PRIMARY].sum())}/{len(arm)}" for name, arm in group_arms.items())
+        several = any(arm[BLOCK].nunique() > 1 for arm in group_arms.values())
+        text = ", ".join(
+            f"{name} {int(arm[PRIMARY].sum())}/{len(arm)}" + (f" ({block_counts(arm)})" if several else "")
+            for name, arm in group_arms.items()
+        )
+        rounding = {name: int(arm[ROUNDING].sum()) for name, arm in group_arms.items() if ROUNDING in arm}
+        if any(rounding.values()):
+            counted = ", ".join(f"{name} {count}" for name, count in rounding.items() if count)
+            text += f"; of these, rounding events (taken up from I(x;z) < {ROUNDING_FLOOR:g} nats): {counted}"
+        return text
     if endpoint.metric == ONSET:
         parts = []
         for name, arm in group_arms.items():
@@ -234,23 +206,6 @@ def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame], medians
     if endpoint.subset == "took_up":
         return ", ".join(f"{name} {int(arm[PRIMARY].sum())} took up" for name, arm in group_arms.items())
     return ", ".join(f"{name} n={len(arm)}" for name, arm in group_arms.items())
-
-
-def runs_behind(group_arms: dict[str, pd.DataFrame]) -> str:
-    """'mean: discrete/raw_mean_0 seeds 0-9; sum: ...' (seed ranges collapsed)."""
-    parts = []
-    for name, arm in group_arms.items():
-        seeds = sorted(int(s) for s in arm.seed)
-        spans = []
-        for seed in seeds:
-            if spans and seed == spans[-1][1] + 1:
-                spans[-1][1] = seed
-            else:
-                spans.append([seed, seed])
-        seed_text = ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
-        first = arm.iloc[0]
-        parts.append(f"{name}: {first.family}/{first.term}_{first['mode']}_{first.alpha:g} seeds {seed_text}")
-    return "; ".join(parts)
 
 
 def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
@@ -275,6 +230,9 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
                 if endpoint.metric == ONSET:
                     for row in by_comparison.values():
                         row["median_a"], row["median_b"] = (medians[name] for name in row["comparison"].split("-"))
+                        row["onset_share_a"], row["onset_share_b"] = (
+                            group_arms[name].onset_observed.mean() for name in row["comparison"].split("-")
+                        )
                 line = endpoint_line(endpoint, by_comparison, arm_summary(endpoint, group_arms, medians), planned)
                 effect_row = line["row"] or {}
                 rows.append(
@@ -295,4 +253,4 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
                     }
                 )
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return table.astype({"n_a": "Int64", "n_b": "Int64"})
+    return table.astype({"n_a": "Int64", "n_b": "Int64", "references": "Int64"})

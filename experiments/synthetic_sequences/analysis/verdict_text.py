@@ -8,7 +8,7 @@ import math
 import pandas as pd
 
 from experiments.synthetic_sequences.analysis import verdict as rule
-from experiments.synthetic_sequences.analysis.contrasts import PRIMARY, arms
+from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, arms
 
 DECISIVE_ENDPOINTS = ("take-up", "separation")  # the question's two outcomes: the seeds line sizes the pilot for them
 
@@ -31,21 +31,31 @@ def seed_cell(run: dict) -> str:
 
 
 def seed_table(group_arms: dict[str, pd.DataFrame]) -> str:
-    """Arm x seed: the take-up event, final test I(x;z) and strategy information of every run behind the lines."""
-    cells = {name: {int(run["seed"]): seed_cell(run) for run in arm.to_dict("records")} for name, arm in group_arms.items()}
-    seeds = sorted({seed for column in cells.values() for seed in column})
-    frame = pd.DataFrame({"seed": seeds, **{name: [column.get(seed, "not run") for seed in seeds] for name, column in cells.items()}})
+    """(Reference, seed) x arm: the take-up event, final test I(x;z) and strategy information of every run behind the lines."""
+    cells = {
+        name: {(int(run[BLOCK]), int(run["seed"])): seed_cell(run) for run in arm.to_dict("records")} for name, arm in group_arms.items()
+    }
+    keys = sorted({key for column in cells.values() for key in column})
+    frame = pd.DataFrame(
+        {
+            "reference": [f"ref{block}" for block, _ in keys],
+            "seed": [seed for _, seed in keys],
+            **{name: [column.get(key, "not run") for key in keys] for name, column in cells.items()},
+        }
+    )
     return markdown(frame, floatfmt=".3g")
 
 
 def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame) -> str:
-    """The last line: how many seeds the unresolved take-up and separation lines need (an unresolved sum - mean
-    contrast, or a control whose share is unclear), and the command that trains them."""
+    """The last line: how many runs the unresolved take-up and separation lines need (an unresolved sum - mean
+    contrast, or a control whose share is unclear), as reference blocks x seeds per block, and the command that
+    trains them."""
     decisive = verdict[verdict.endpoint.isin(DECISIVE_ENDPOINTS)]
     needed = decisive.seeds_needed.dropna()
     now = int(runs.groupby(["family", "term", "mode", "alpha"]).size().max())
+    blocks = int(runs[BLOCK].nunique())
     if needed.empty:
-        return f"Every take-up and separation line is resolved at the seeds run ({now} per arm at most)."
+        return f"Every take-up and separation line is resolved at the runs trained ({now} per arm at most)."
     finite = needed[needed < math.inf]
     if finite.empty:
         return (
@@ -53,9 +63,18 @@ def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame) -> str:
             "observed values: the arms are too close for this pilot's question."
         )
     target = int(finite.max())
-    text = f"Seeds needed for the unresolved take-up and separation lines: about {target} per arm (now {now})."
+    if blocks == 1:
+        text = f"Seeds needed for the unresolved take-up and separation lines: about {target} per arm (now {now})."
+        command = f"--config seeds={target}"
+    else:
+        per_block = math.ceil(target / blocks)
+        text = (
+            f"Runs needed for the unresolved take-up and separation lines: about {target} per arm, {blocks} references x "
+            f"{per_block} seeds (now {now}: {blocks} x {now // blocks}); more references in place of seeds generalise further."
+        )
+        command = f"--config seeds={per_block}"
     if target > now:
-        text += f" To train them (only the new seeds run): `snakemake --cores 2 --config seeds={target}`."
+        text += f" To train them (only the new seeds run): `snakemake --cores 2 {command}`."
     else:
         text += " The estimate is not above the seeds run: the observed values sit at the edge of resolving; add seeds."
     if len(finite) < len(needed):
@@ -75,15 +94,42 @@ def absent_controls_line(family: str, absent: list[str]) -> str:
     )
 
 
+def scope_line(runs: pd.DataFrame) -> str:
+    """What the verdict generalises over: the reference blocks (z-free seeds), the seeds in each, one data draw."""
+    blocks = sorted(int(block) for block in runs[BLOCK].unique())
+    seeds = int(runs.groupby(["family", BLOCK, "term", "mode", "alpha"]).size().max())
+    named = ", ".join(map(str, blocks))
+    return (
+        f"Over {len(blocks)} z-free reference{'s' if len(blocks) != 1 else ''} (z-free seed{'s' if len(blocks) != 1 else ''} "
+        f"{named}) and up to {seeds} seed{'s' if seeds != 1 else ''} each, on this data draw (one `data.seed`). "
+        + (
+            "Arms are compared within a reference and pooled across them."
+            if len(blocks) > 1
+            else "With one reference, what it says holds for that z-free model, not for the procedure: set `references:` to replicate it."
+        )
+    )
+
+
+def numerics_line(group_arms: dict[str, pd.DataFrame]) -> str:
+    """The numerics the runs behind a section trained under; when the arms' differ, which arm ran under which."""
+    labels = {name: sorted(arm.numerics.unique()) for name, arm in group_arms.items()}
+    every = sorted({label for values in labels.values() for label in values})
+    if len(every) == 1:
+        return f"Numerics: {every[0]} (every run)."
+    parts = "; ".join(f"{name}: {' / '.join(values)}" for name, values in labels.items())
+    return f"Numerics differ between the runs, so a difference between arms may be one of floats: {parts}."
+
+
 def verdict_markdown(verdict: pd.DataFrame, runs: pd.DataFrame, control_of: dict[str, str]) -> str:
-    lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", "```", rule.RULE, "```", ""]
+    lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs), ""]
+    lines += ["```", rule.RULE, "```", ""]
     if verdict.empty:
         return "\n".join([*lines, "No family has both a mean and a sum run: nothing to compare.", ""])
     family_arms = arms(runs, control_of)
     for (family, term, alpha), group in verdict.groupby(["family", "term", "alpha"], sort=False):
         group_arms = {name: arm[(arm.term == term) & (arm.alpha == alpha)] for name, arm in family_arms[family].items()}
         group_arms = {name: arm for name, arm in group_arms.items() if not arm.empty}
-        lines += [f"## {family} {term} alpha={alpha:g}", "", f"Runs: {group.runs.iloc[0]}.", ""]
+        lines += [f"## {family} {term} alpha={alpha:g}", "", f"Runs: {group.runs.iloc[0]}.", "", numerics_line(group_arms), ""]
         if absent := [kind for kind in rule.CONTROL_ARMS if kind not in group_arms]:
             lines += [absent_controls_line(family, absent), ""]
         lines += [f"- {text}" for text in group.verdict]
@@ -95,7 +141,7 @@ def verdict_markdown(verdict: pd.DataFrame, runs: pd.DataFrame, control_of: dict
             )
         lines += [
             "",
-            f"Per seed: take-up event (I(x;z) >= {rule.TAKEUP_THRESHOLD:g} nats on validation), "
+            f"Per reference and seed: take-up event (I(x;z) >= {rule.TAKEUP_THRESHOLD:g} nats on validation), "
             "final test I(x;z) (nats) and strategy information SI.",
             "",
             seed_table(group_arms),

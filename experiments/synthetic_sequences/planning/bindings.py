@@ -24,13 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, write_json
-from experiments.synthetic_sequences.run_layout import parse_run_path, run_directory
+from experiments.synthetic_sequences.planning.grid import training_seed
+from experiments.synthetic_sequences.run_layout import REFERENCE_TEMPLATE, parse_run_path, run_directory, run_path
 from experiments.synthetic_sequences.training.settings import INPUT_PATHS
 
 # run settings that name where things are or how often progress is logged, not what the numbers are; whether the
 # decoder was warm-started stays, as run.warm_start
 NOT_COMPARED = (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every")
-RUN_FIELDS = ("family", "term", "mode", "alpha", "seed")
+RUN_FIELDS = ("family", "reference", "term", "mode", "alpha", "seed")
+SHARED_INPUTS = ("train_records", "val_records", "test_records")  # one data draw for every reference block
+BLOCK_INPUTS = ("train_scores", "val_scores")  # each block's own, as are its reference_<mode> and init_decoder
 GRID_FOLDER = "grid"  # under the results folder: one record per grid, named by its content (grid_file)
 
 
@@ -66,8 +69,13 @@ class Binding:
         return cls(grid, {name: sha256_file(path) for name, path in inputs.items()}, str(grid_path.parent.parent))
 
 
+def block_input(reference: int, name: str) -> str:
+    """The name of a reference block's input among the current inputs: 'ref1/val_scores', 'ref1/reference_sum'."""
+    return f"{REFERENCE_TEMPLATE.format(reference=reference)}/{name}"
+
+
 def parse_input(text: str) -> tuple[str, str]:
-    """'reference_sum=results/reference/sum.json' -> its name and path (the path may hold '=' or ',')."""
+    """'ref0/reference_sum=results/reference/ref0/sum.json' -> its name and path (the path may hold '=' or ',')."""
     name, separator, path = text.partition("=")
     if not separator or not name or not path:
         raise BindingError(f"--input: {text!r} is not NAME=PATH")
@@ -162,14 +170,18 @@ def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results
 
 
 def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: str) -> None:
-    """Every run's recorded input hashes equal the current artifacts' (current: {input name: sha256}; the reference
-    as reference_<mode>); refuses naming the runs and the inputs that differ."""
+    """Every run's recorded input hashes equal the current artifacts' of its own reference block (current: {input
+    name: sha256}, a block's named by block_input; the reference as reference_<mode>); refuses naming the runs and
+    the inputs that differ."""
     wrong = []
     for record in records:
-        expected = {name: current[name] for name in ("train_records", "val_records", "test_records", "train_scores", "val_scores")}
-        expected["reference"] = current[f"reference_{record['mode']}"]
+        block = record["reference"]
+        expected = {name: current[name] for name in SHARED_INPUTS}
+        # a block the current inputs do not hold expects nothing a run can match
+        expected |= {name: current.get(block_input(block, name)) for name in BLOCK_INPUTS}
+        expected["reference"] = current.get(block_input(block, f"reference_{record['mode']}"))
         if record["settings"]["run.warm_start"]:
-            expected["init_decoder"] = current["init_decoder"]
+            expected["init_decoder"] = current.get(block_input(block, "init_decoder"))
         differs = sorted(name for name, digest in expected.items() if record["inputs_sha256"].get(name) != digest)
         if differs:
             wrong.append(f"{record['run']} ({', '.join(differs)})")
@@ -182,17 +194,24 @@ def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: s
 
 def run_record(run_dir: Path, run_config: Mapping, metadata: Mapping) -> dict:
     """What a metrics file carries of its run: its path, settings and input hashes. Refuses a run_config.json whose
-    term, mode, alpha or seed disagree with the directory it sits in (a run copied to another seed, term or alpha)."""
+    reference, term, mode, alpha or seed disagree with the directory it sits in (a run copied to another reference
+    block, seed, term or alpha)."""
     params = parse_run_path(str(run_dir))
     reconstruction = run_config["reconstruction"]
     recorded = {
+        "reference": run_config.get("run", {}).get("zfree_seed"),
         "term": reconstruction.get("term"),
         "mode": reconstruction.get("reconstruction_loss_token_aggregation_mode"),
         "alpha": reconstruction.get("token_weight_alpha"),
         "seed": run_config.get("optim", {}).get("seed"),
     }
-    wrong = [f"{name} {value!r} (path: {params[name]!r})" for name, value in recorded.items() if value != params[name]]
+    expected = {**params, "seed": training_seed(params["reference"], params["seed"])}
+    wrong = [f"{name} {value!r} (path: {expected[name]!r})" for name, value in recorded.items() if value != expected[name]]
     if wrong:
         raise BindingError(f"{run_dir}/run_config.json disagrees with its path in {', '.join(wrong)}: it is not this directory's run")
-    path = f"{params['family']}/{Path(run_dir).parent.name}/{Path(run_dir).name}"
-    return {"run": path, **params, "settings": compared_settings(run_config), "inputs_sha256": dict(metadata.get("inputs_sha256", {}))}
+    return {
+        "run": run_path(**params),
+        **params,
+        "settings": compared_settings(run_config),
+        "inputs_sha256": dict(metadata.get("inputs_sha256", {})),
+    }

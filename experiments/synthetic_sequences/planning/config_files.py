@@ -93,3 +93,16 @@ def drop_removed_families(config: dict) -> list[str]:
     for name in removed:
         del families[name]
     return removed
+
+
+# settings an earlier version of the config read, and where they live now
+MOVED_KEYS = {
+    ("zfree", "seed"): "the z-free seeds are the top-level `references:` (a count N, seeds 0..N-1, or a list of z-free seeds)",
+}
+
+
+def check_moved_keys(config: dict) -> None:
+    """Refuse, before the schema's generic 'additional property' message, a setting that has moved, saying where to."""
+    for (section, key), where in MOVED_KEYS.items():
+        if isinstance(config.get(section), dict) and key in config[section]:
+            raise ValueError(f"{section}.{key}: no longer read; {where}")

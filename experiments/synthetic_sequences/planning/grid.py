@@ -4,6 +4,7 @@ Each run's directory, key and files are run_layout's.
 
 Config shape (validated by config/schema/config.schema.yaml first):
 
+    references: 3                            # the z-free seeds, one reference block each: a count (0..N-1) or a list
     seeds: 10                                # every family's seeds: a count (0..N-1) or a list; a family may set its own
     families:
       <family>:
@@ -18,10 +19,14 @@ Config shape (validated by config/schema/config.schema.yaml first):
         runs:
           - {term: dist, modes: [mean, sum]}
           - {term: tokcc, alpha: 1.0, modes: [mean, sum]}
+
+Every run of every family is trained once in every reference block, with the same seeds: its arms are compared within
+a block and pooled across blocks.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from argparse import ArgumentTypeError
@@ -42,6 +47,7 @@ GRID_FIELDS = PATH_FIELDS + (
     "reconstruction_loss_token_aggregation_mode",
     "token_weight_alpha",
     "seed",
+    "zfree_seed",
     "beta",
     "controls",
     "hybrid_coefficients",
@@ -52,11 +58,25 @@ SETTABLE_FIELDS = tuple(name for name in SETTING_NAMES if name not in GRID_FIELD
 CONTROL_MODE = {"scale": "mean", "balance": "sum"}  # each control is defined in one mode
 FAMILY_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{0,63}"  # a path component, short enough for any filesystem
 FAMILY_NAME = re.compile(f"^{FAMILY_PATTERN}$")
+# a seed label fits in the low 20 bits of its run's trainer seed (training_seed), the reference's z-free seed (at most
+# 1000, the schema's bound) above them: the trainer seed stays below 2**31, as numpy's and scikit-learn's seeds must
+SEED_BITS = 20
+
+
+def training_seed(reference: int, seed: int) -> int:
+    """The seed a run trains with: its reference's z-free seed in the high bits, its own seed in the low SEED_BITS.
+
+    Reference 0's runs train with their own seed, so one reference block reproduces the runs of a pipeline without
+    blocks; in every other block a seed is a draw of its own, so two blocks never share a router's initial weights and
+    a batch order (a cold-start run, which reads nothing of its reference, would otherwise be copied in every block).
+    """
+    return (reference << SEED_BITS) + seed
 
 
 @dataclass(frozen=True)
 class RunSpec:
     family: str
+    reference: int  # the z-free seed of the run's reference block
     model: str
     term: str
     mode: str
@@ -75,7 +95,7 @@ class RunSpec:
     @property
     def path(self) -> str:
         """The run's path under the runs folder (run_layout.RUN_TEMPLATE)."""
-        return run_path(self.family, self.term, self.mode, self.alpha, self.seed)
+        return run_path(self.family, self.reference, self.term, self.mode, self.alpha, self.seed)
 
     def family_arguments(self) -> dict:
         """Trainer settings that come from the family (the run key supplies term, mode, alpha and seed)."""
@@ -92,7 +112,8 @@ class RunSpec:
                 "reconstruction_term": self.term,
                 "reconstruction_loss_token_aggregation_mode": self.mode,
                 "token_weight_alpha": self.alpha,
-                "seed": self.seed,
+                "seed": training_seed(self.reference, self.seed),
+                "zfree_seed": self.reference,
                 **self.family_arguments(),
             }
         )
@@ -116,16 +137,23 @@ def cli_arguments(arguments: Mapping) -> str:
     return " ".join(parts)
 
 
-def resolve_seeds(seeds: int | Sequence[int] | None, where: str) -> list[int]:
-    """A seed count N (seeds 0..N-1) or a list of seeds, checked: at least one, none repeated."""
+def resolve_seeds(seeds: int | Sequence[int] | None, where: str, what: str = "seed") -> list[int]:
+    """A count N (0..N-1) or a list of seeds, checked: at least one, none repeated, each fitting its word."""
     if seeds is None:
         raise GridError(f"{where}: no seeds; set a top-level `seeds:` (a count or a list) or the family's own")
     resolved = list(range(seeds)) if isinstance(seeds, int) else [int(seed) for seed in seeds]
     if not resolved:
-        raise GridError(f"{where}: a family needs at least one seed")
+        raise GridError(f"{where}: at least one {what} is needed")
     if len(set(resolved)) != len(resolved):
-        raise GridError(f"{where}: {resolved} repeats a seed")
+        raise GridError(f"{where}: {resolved} repeats a {what}")
+    if not all(0 <= seed < 2**SEED_BITS for seed in resolved):
+        raise GridError(f"{where}: {what}s lie in 0..{2**SEED_BITS - 1}")
     return resolved
+
+
+def resolve_references(references: int | Sequence[int] | None) -> list[int]:
+    """The reference blocks by their z-free seeds: `references: 3` is seeds 0, 1, 2; a list names them; default one, 0."""
+    return resolve_seeds(1 if references is None else references, "references", what="z-free seed")
 
 
 def family_seeds(spec: Mapping, default: int | Sequence[int] | None, family: str) -> list[int]:
@@ -153,8 +181,9 @@ def check_family(families: Mapping[str, Mapping], family: str) -> None:
         raise GridError(f"{where}.settings: {unknown} are not trainer settings; allowed: {', '.join(SETTABLE_FIELDS)}")
 
 
-def family_runs(family: str, spec: Mapping, seeds: Sequence[int]) -> Iterator[tuple[str, RunSpec]]:
-    """(where, run) for every run of one checked family; each run's full trainer config is validated on the way."""
+def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Sequence[int]) -> Iterator[tuple[str, RunSpec]]:
+    """(where, run) for every run of one checked family in every reference block; each run's full trainer config is
+    validated on the way."""
     controls = spec.get("controls", "none")
     for i, run in enumerate(spec.get("runs") or []):
         where = f"families.{family}.runs[{i}]"
@@ -169,9 +198,10 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int]) -> Iterator[tu
                 raise GridError(str(err)) from err
             if controls in CONTROL_MODE and mode != CONTROL_MODE[controls]:
                 raise GridError(f"{where}.modes: a {controls!r} control family runs mode {CONTROL_MODE[controls]!r} only, got {mode!r}")
-            for seed in seeds:
+            for reference, seed in itertools.product(references, seeds):
                 run_spec = RunSpec(
                     family=family,
+                    reference=reference,
                     model=spec["model"],
                     term=run["term"],
                     mode=mode,
@@ -190,16 +220,19 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int]) -> Iterator[tu
                 yield where, run_spec
 
 
-def expand_grid(families: Mapping[str, Mapping], seeds: int | Sequence[int] | None = None) -> list[RunSpec]:
-    """Every run of the config, in config order; `seeds` is the top-level default of the families that set none.
-    Raises GridError for anything ill-formed, before any job runs."""
+def expand_grid(
+    families: Mapping[str, Mapping], seeds: int | Sequence[int] | None = None, references: int | Sequence[int] | None = None
+) -> list[RunSpec]:
+    """Every run of the config, in config order; `seeds` is the top-level default of the families that set none,
+    `references` the reference blocks (resolve_references). Raises GridError for anything ill-formed, before any job runs."""
+    blocks = resolve_references(references)
     if not families:
         raise GridError("families: the config defines no family; at least one is needed")
     specs: list[RunSpec] = []
     seen: dict[str, str] = {}
     for family in families:
         check_family(families, family)
-        for where, run_spec in family_runs(family, families[family], family_seeds(families[family], seeds, family)):
+        for where, run_spec in family_runs(family, families[family], family_seeds(families[family], seeds, family), blocks):
             if run_spec.path in seen:
                 raise GridError(f"{where}: duplicate run key {run_spec.path} (also from {seen[run_spec.path]})")
             seen[run_spec.path] = where
@@ -209,6 +242,10 @@ def expand_grid(families: Mapping[str, Mapping], seeds: int | Sequence[int] | No
 
 def modes_used(specs: Iterable[RunSpec]) -> list[str]:
     return sorted({spec.mode for spec in specs})
+
+
+def references_used(specs: Iterable[RunSpec]) -> list[int]:
+    return sorted({spec.reference for spec in specs})
 
 
 def control_families(families: Mapping[str, Mapping]) -> dict[str, str]:

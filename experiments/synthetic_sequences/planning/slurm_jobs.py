@@ -20,7 +20,7 @@ from core.disentanglement.cli import parse_pairs
 from experiments.synthetic_sequences.planning.chunks import chunk_seed_range
 from experiments.synthetic_sequences.run_layout import RUN_TEMPLATE, GridError, parse_run_path
 
-CHUNK_WILDCARDS = ("family", "term", "mode", "alpha", "chunk")
+CHUNK_WILDCARDS = ("family", "reference", "term", "mode", "alpha", "chunk")  # in the order of CHUNK_TEMPLATE
 TARGET_JOB = re.compile(r"train_run:([^\s'\"]*)")
 
 
@@ -29,14 +29,14 @@ def parse_job_comment(comment: str, grid: Iterable[str] | None = None) -> list[d
 
     The plugin sets each job's comment to rule_<rule>_wildcards_<values joined by '_'> and logs to
     .snakemake/slurm_logs/rule_<rule>/<the same values>/<jobid>.log. No wildcard value of a chunk
-    holds an underscore, so the five values split back apart.
+    holds an underscore, so the six values split back apart.
     """
     prefix = "rule_train_run_wildcards_"
     if not comment.startswith(prefix):
         raise GridError(f"job comment {comment!r} is not a train_run job's ({prefix}...)")
     values = comment[len(prefix) :].split("_")
     if len(values) != len(CHUNK_WILDCARDS):
-        raise GridError(f"job comment {comment!r} does not hold family_term_mode_alpha_chunk")
+        raise GridError(f"job comment {comment!r} does not hold family_reference_term_mode_alpha_chunk")
     return chunk_runs(dict(zip(CHUNK_WILDCARDS, values, strict=True)), grid)
 
 
@@ -53,9 +53,9 @@ def chunk_runs(values: dict[str, str], grid: Iterable[str] | None = None) -> lis
 def runs_of_slurm_job(comment: str, command: str = "", grid: Iterable[str] | None = None) -> list[dict]:
     """Every run a Slurm training job trains, with its parameters, from what Slurm shows of the job.
 
-    A job of one chunk: its comment, rule_train_run_wildcards_<family_term_mode_alpha_chunk> (parse_job_comment).
+    A job of one chunk: its comment, rule_train_run_wildcards_<family_reference_term_mode_alpha_chunk> (parse_job_comment).
     A group job (comment rule_<group>_train_run; the profile packs chunks so) holds several chunks, named in the
-    command it was submitted with as snakemake's `--target-jobs 'train_run:family=...,term=...,mode=...,
+    command it was submitted with as snakemake's `--target-jobs 'train_run:family=...,reference=...,term=...,mode=...,
     alpha=...,chunk=...'`: pass that command, from `sacct -j <id> -P -n -o SubmitLine` or, on a cluster
     without accounting, `scontrol write batch_script <id> -`. Pass the grid's run paths (`grid`, e.g. the keys of
     results/grid.json's runs) to leave out the seed values of a chunk's range that the grid does not train.
@@ -70,7 +70,7 @@ def runs_of_slurm_job(comment: str, command: str = "", grid: Iterable[str] | Non
 
 
 def parse_target_job(wildcards: str, grid: Iterable[str] | None = None) -> list[dict]:
-    """'family=f,term=t,mode=m,alpha=a,chunk=c' (one --target-jobs entry of train_run) -> its runs' parameters."""
+    """'family=f,reference=r,term=t,mode=m,alpha=a,chunk=c' (one --target-jobs entry of train_run) -> its runs' parameters."""
     try:
         values = parse_pairs(wildcards, str, what="wildcard=value")
     except ArgumentTypeError as err:

@@ -42,6 +42,24 @@ def check_one_checkpoint(scores: dict) -> None:
         )
 
 
+def check_one_block(config: TrainConfig, scores: dict) -> None:
+    """Every input of the run's own reference block: scores of the z-free model of seed `zfree_seed`, and a warm start
+    from the very checkpoint that scored them (its sha256). The reference artifact is bound to the val scores by
+    read_reference."""
+    val = scores["val"]
+    recorded = val.metadata.get("zfree_seed")
+    if recorded is not None and recorded != config.run.zfree_seed:
+        raise RecordsError(
+            f"scores file {val.path}: scored by the z-free model of seed {recorded}, but this run belongs to reference "
+            f"block {config.run.zfree_seed}; a run reads its own block's scores, c_base and warm start only"
+        )
+    if config.run.init_decoder and sha256_file(config.run.init_decoder) != val.metadata["checkpoint_sha256"]:
+        raise RecordsError(
+            f"init_decoder: {config.run.init_decoder} is not the z-free checkpoint that scored {val.path} "
+            f"(sha256 {val.metadata['checkpoint_sha256'][:12]}...); a run warm-starts from its own block's model"
+        )
+
+
 @dataclass(frozen=True)
 class RunInputs:
     reference: dict  # the checked c_base artifact
@@ -69,6 +87,7 @@ def load_inputs(config: TrainConfig) -> RunInputs:
     for split in SCORED_SPLITS:
         check_scores_of(scores[split], splits[split], split)
     check_one_checkpoint(scores)
+    check_one_block(config, scores)
     reference = read_reference(config.run.reference, mode=config.mode, scores_path=config.run.val_scores)
     special = SpecialTokens.from_vocab(splits["train"].vocab)
     return RunInputs(

@@ -134,6 +134,9 @@ class RunConfig:
     val_scores: str = setting(help="z-free scores of the validation split; must be the ones the reference was built from")
     reference: str = setting(help="c_base artifact (reference/{mode}.json) built in the run's own aggregation mode")
     run_dir: str = setting(help="output folder of this run")
+    zfree_seed: int = setting(
+        0, "seed of the z-free model whose scores, c_base and warm start this run reads (its reference block); checked"
+    )
     init_decoder: str = setting(
         "",
         "z-free checkpoint (results/zfree/model.pt) whose weights start the CVAE decoder: a warm start; "
@@ -148,6 +151,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         check_field_types(self)
         check_positive_counts(self, ("eval_every", "checkpoint_every", "log_every", "eval_prompts_per_code"))
+        check_minimum(self, ("zfree_seed",), strict=False)
         if not DEVICE.fullmatch(self.device):
             raise ValueError(f"device: {self.device!r} is not allowed; allowed values: {DEVICES}")
 

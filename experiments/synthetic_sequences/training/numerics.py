@@ -1,0 +1,41 @@
+"""The numerics a run trained under: what decides its floats beside its seed and inputs.
+
+metadata.json records them (`numerics`) and the verdict names them (analysis/run_files.numerics_label): the same seed
+gives other floats under another kernel set (ATEN_CPU_CAPABILITY), another CPU, thread count, dtype or torch build.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+
+def cpu_model() -> str:
+    """The CPU's model name ('AMD EPYC 7B13'), from /proc/cpuinfo where there is one."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def numerics(device) -> dict:
+    """The kernel set (torch.backends.cpu.get_cpu_capability(), or the CUDA device), CPU model, threads, dtype and
+    torch build of a run on `device`."""
+    import torch
+
+    device = torch.device(device)
+    record = {
+        "device": str(device),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_model": cpu_model(),
+        "threads": torch.get_num_threads(),
+        "dtype": str(torch.get_default_dtype()).removeprefix("torch."),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    }
+    if device.type == "cuda":
+        record["cuda_device"] = torch.cuda.get_device_name(device)
+    return record
