@@ -292,6 +292,7 @@ def test_default_pilot_produces_every_table_and_plot(pipeline):
             "seeds_needed",
             "median_onset_low",
             "median_onset_high",
+            "median_onset",  # on an AVX2 machine no arm of the default reaches half take-up (README)
             "p_homogeneity",
         }
         assert not frame.isna().all(axis=1).any() and not empty_columns, table
