@@ -103,7 +103,7 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
             assert (results / "tables" / f"{table}.{ext}").stat().st_size > 0
     runs = pd.read_parquet(results / "tables" / "runs.parquet")
     recovered = sorted(tuple(run.values()) for job in completed for run in runs_of(job))
-    assert recovered == sorted((r.family, r.term, r.mode, r.alpha, r.seed) for r in runs.itertuples())
+    assert recovered == sorted((r.family, r.reference, r.term, r.mode, r.alpha, r.seed) for r in runs.itertuples())
     resumed = pd.read_json(results / "runs" / CANCELLED_RUN / "metadata.json", typ="series")
     assert resumed["resumed_from_step"] >= 1, "the retried pack did not resume the run from its preemption checkpoint"
 
