@@ -75,9 +75,9 @@ def test_dry_run_wires_every_run_to_the_reference_of_its_own_mode(tmp_path, conf
     trainings = [job for job in jobs if job["rule"] == "train_run"]
     assert trainings
     for job in trainings:
-        mode = job["output"][0].split("/")[-2].split("_")[1]  # runs/{family}/ref0/{term}_{mode}_{alpha}/seeds{chunk}.json
+        block, key = job["output"][0].split("/")[-3:-1]  # runs/{family}/ref{r}/{term}_{mode}_{alpha}/seeds{chunk}.json
         references = [path for path in job["input"] if "/reference/" in path]
-        assert references == [f"{tmp_path}/reference/ref0/{mode}.json"]
+        assert references == [f"{tmp_path}/reference/{block}/{key.split('_')[1]}.json"]
     modes = {job["output"][0].rsplit("/", 1)[-1] for job in jobs if job["rule"] == "reference_scale"}
     assert modes == {"mean.json", "sum.json"}
 
@@ -110,7 +110,7 @@ def test_dry_run_wires_every_job_to_the_artifacts_of_its_own_reference_block(tmp
 
 
 def test_an_arms_seeds_train_in_chunks_of_seeds_per_job(tmp_path):
-    jobs = dry_run_jobs("--config", f"results={tmp_path}", "seeds=12", "seeds_per_job=5")
+    jobs = dry_run_jobs("--config", f"results={tmp_path}", "references=1", "seeds=12", "seeds_per_job=5")
     chunks = sorted(job["output"][0].removeprefix(f"{tmp_path}/runs/") for job in jobs if job["rule"] == "train_run")
     arms = ["discrete-balance/ref0/raw_sum_0", "discrete-scale/ref0/raw_mean_0", "discrete/ref0/raw_mean_0", "discrete/ref0/raw_sum_0"]
     assert chunks == sorted(f"{arm}/seeds{chunk}.json" for arm in arms for chunk in ("0-4", "5-9", "10-14"))
@@ -230,6 +230,7 @@ def test_entangled_run_reference_is_rescored_in_each_mode(tmp_path, trained):
     overrides = {
         ("reference", "source"): "entangled",
         ("reference", "checkpoint"): str(tmp_path / "entangled.pt"),
+        ("references",): 1,  # one checkpoint, one block
         **{("data", key): value for key, value in {"seed": 0, "n_train": 400, "n_val": 120, "n_test": 60}.items()},
     }
     results = tmp_path / "results"
@@ -367,6 +368,7 @@ def test_a_sum_run_forced_onto_a_mean_artifact_is_refused(pipeline, tmp_path):
 # (config.yaml's two control families removed by `null`): every table, plot and verdict line, at tiny settings.
 TINY_MIXED = """
 data: {n_train: 200, n_val: 60, n_test: 60}
+references: 1
 zfree: {steps: 30}
 seeds: 1
 families:
