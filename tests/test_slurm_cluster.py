@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slurm
 CANCELLED_RUN = "discrete/ref0/raw_sum_0/seed0"
 CANCELLED_PARAMS = parse_run_path(CANCELLED_RUN)
-ZFREE_JOB = "rule_train_zfree_wildcards_0"  # the plugin's comment of the z-free job of reference block 0
+ZFREE_JOB = "rule_train_zfree_wildcards_"  # the plugin's comment of a reference block's z-free job, then the block
+DEFAULT_REFERENCES = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["references"]  # a count, as shipped
 RUN_RUNTIME = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["resources"]["train_run"]["runtime"]  # minutes
 
 
@@ -84,9 +85,10 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
 
     jobs = sacct_jobs(first)
     print(f"\nslurm integration: {len(jobs)} Slurm jobs, {wall:.0f} s wall")
-    # the seconds-long rules are localrules; the one reference block's z-free model is one job
-    assert [job["Comment"] for job in jobs].count(ZFREE_JOB) == 1
-    packs = [job for job in jobs if job["Comment"] != ZFREE_JOB]
+    # the seconds-long rules are localrules; each reference block's z-free model is one job
+    zfree_jobs = sorted(job["Comment"] for job in jobs if job["Comment"].startswith(ZFREE_JOB))
+    assert zfree_jobs == sorted(f"{ZFREE_JOB}{r}" for r in range(DEFAULT_REFERENCES))
+    packs = [job for job in jobs if not job["Comment"].startswith(ZFREE_JOB)]
     cancelled = [job for job in packs if job["State"].startswith("CANCELLED")]
     completed = [job for job in packs if job["State"] == "COMPLETED"]
     assert len(cancelled) == 1 and len(completed) == len(packs) - 1, [(j["JobID"], j["State"]) for j in packs]
@@ -150,7 +152,7 @@ def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, t
     assert run.returncode == 0, run.stderr[-4000:]
     wall = time.monotonic() - started
     print(f"\nslurm GPU smoke run, {runs_per_job} run(s) per job: {len(sacct_jobs(first))} Slurm jobs, {wall:.0f} s wall")
-    trainings = [job for job in sacct_jobs(first) if job["Comment"] != ZFREE_JOB]
+    trainings = [job for job in sacct_jobs(first) if not job["Comment"].startswith(ZFREE_JOB)]
     assert len(trainings) == 4 // runs_per_job
     steps = sacct_jobs(first, steps=True)
     for job in trainings:
