@@ -5,7 +5,7 @@
 For each layout (references x seeds per reference) and take-up rate of the sum arm, it draws take-up outcomes of
 both arms per block (every block alike), puts them through `contrasts.takeup_row`, the verdict's own take-up test
 (Boschloo with one block, the exact test stratified by block with more), and counts the pilots whose p clears
-Holm's first step over the planned contrasts (p x 5 < 0.05): the most the smallest p of them needs, so a lower
+Holm's first step over the planned contrasts (p x len(COMPARISONS) < 0.05): the most the smallest p of them needs, so a lower
 bound of the power of the verdict's "raises" on this contrast. A simulation, not a timing: it prints its table.
 """
 
@@ -16,11 +16,10 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, takeup_row
+from experiments.synthetic_sequences.analysis.contrasts import BLOCK, COMPARISONS, PRIMARY, takeup_row
 from experiments.synthetic_sequences.analysis.inference import ALPHA
 
 LAYOUTS = ((5, 2), (2, 5), (1, 10), (5, 3), (5, 4))  # (references, seeds per reference)
-PLANNED_TAKEUP_CONTRASTS = 5  # sum - mean, scale - mean, sum - scale, balance - mean, sum - balance
 
 
 def arm(took_up: np.ndarray, seeds: int) -> pd.DataFrame:
@@ -33,7 +32,7 @@ def power(references: int, seeds: int, sum_rate: float, mean_rate: float, draws:
     for _ in range(draws):
         sum_arm = arm(rng.random(references * seeds) < sum_rate, seeds)
         mean_arm = arm(rng.random(references * seeds) < mean_rate, seeds)
-        cleared += takeup_row(sum_arm, mean_arm)["p"] * PLANNED_TAKEUP_CONTRASTS < ALPHA
+        cleared += takeup_row(sum_arm, mean_arm)["p"] * len(COMPARISONS) < ALPHA
     return cleared / draws
 
 

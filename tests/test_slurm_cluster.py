@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from experiments.synthetic_sequences.planning.grid import resolve_references
 from experiments.synthetic_sequences.planning.slurm_jobs import runs_of_slurm_job
 from experiments.synthetic_sequences.run_layout import parse_run_path
 
@@ -29,8 +30,9 @@ pytestmark = pytest.mark.slurm
 CANCELLED_RUN = "discrete/ref0/raw_sum_0/seed0"
 CANCELLED_PARAMS = parse_run_path(CANCELLED_RUN)
 ZFREE_JOB = "rule_train_zfree_wildcards_"  # the plugin's comment of a reference block's z-free job, then the block
-DEFAULT_REFERENCES = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["references"]  # a count, as shipped
-RUN_RUNTIME = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["resources"]["train_run"]["runtime"]  # minutes
+DEFAULT_CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+DEFAULT_REFERENCES = resolve_references(DEFAULT_CONFIG["references"])  # the default pilot's z-free seeds
+RUN_RUNTIME = DEFAULT_CONFIG["resources"]["train_run"]["runtime"]  # minutes
 
 
 def slurm_jobs() -> list[tuple[int, str, str]]:
@@ -87,7 +89,7 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
     print(f"\nslurm integration: {len(jobs)} Slurm jobs, {wall:.0f} s wall")
     # the seconds-long rules are localrules; each reference block's z-free model is one job
     zfree_jobs = sorted(job["Comment"] for job in jobs if job["Comment"].startswith(ZFREE_JOB))
-    assert zfree_jobs == sorted(f"{ZFREE_JOB}{r}" for r in range(DEFAULT_REFERENCES))
+    assert zfree_jobs == sorted(f"{ZFREE_JOB}{r}" for r in DEFAULT_REFERENCES)
     packs = [job for job in jobs if not job["Comment"].startswith(ZFREE_JOB)]
     cancelled = [job for job in packs if job["State"].startswith("CANCELLED")]
     completed = [job for job in packs if job["State"] == "COMPLETED"]
