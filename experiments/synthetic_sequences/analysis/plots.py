@@ -9,7 +9,7 @@ separation.png    strategy information (from the posterior), argmax NMI and prob
                   mean; dots: seeds)
 latent_usage.png  I(x;z), KL and the NLL rise when z is shuffled, same layout
 mean_vs_sum.png   the contrasts (sum-mean and the controls): take-up with its Newcombe interval, the others paired by
-                  seed with their 95% paired t intervals
+                  seed with their 95% intervals, each titled with the `interval` the table names
 curves.png        validation learning curves: a row per family, term and alpha, a column per headline metric;
                   mean and sum in the mode colours, controls dashed, thin lines seeds, thick lines their mean
 """
@@ -107,8 +107,9 @@ def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
         ax.axvline(0, color="grey", lw=0.8)
         labels = [f"{r.family} {r.term} a={r.alpha:g}: {r.comparison} (n={r.n_a}, {r.n_b})" for r in subset.itertuples()]
         ax.set_yticks(y, labels, fontsize=7)
-        kind = "difference in share of runs, Newcombe" if metric == PRIMARY else "paired difference, t"
-        ax.set_title(f"{metric}: {kind} 95% interval", fontsize=9)
+        kind = "difference in share of runs" if metric == PRIMARY else "paired difference"
+        intervals = " / ".join(sorted(subset["interval"].dropna().unique()))  # the table's own name of its interval
+        ax.set_title(f"{metric}: {kind}\n{intervals} 95% interval", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
     handles = {label: handle for ax in axes[0] for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)}
     if handles:  # beside the panels, clear of the points
