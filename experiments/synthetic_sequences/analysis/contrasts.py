@@ -96,15 +96,23 @@ def block_tables(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[int, int, int, 
     ]
 
 
+def takeup_p(tables: list[tuple[int, int, int, int]]) -> tuple[float, str]:
+    """The exact two-sided p of took_up, a against b, from each block's (k_a, n_a, k_b, n_b), and the test's name:
+    Boschloo's with one block, the exact conditional test stratified by block with several."""
+    if len(tables) == 1:
+        return inference.boschloo_p(*tables[0]), "boschloo"
+    return stratified.exact_stratified_p(tables), "exact stratified by reference"
+
+
 def takeup_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """took_up of arm a against arm b (all their runs, unpaired within each block)."""
     n_a, n_b, k_a, k_b = len(a), len(b), int(a[PRIMARY].sum()), int(b[PRIMARY].sum())
     low, high = inference.newcombe(k_a, n_a, k_b, n_b)
     tables = block_tables(a, b)
+    p, test = takeup_p(tables)
     if len(tables) == 1:
-        p, test, smallest = inference.boschloo_p(k_a, n_a, k_b, n_b), "boschloo", inference.smallest_boschloo_p(n_a, n_b)
+        smallest = inference.smallest_boschloo_p(n_a, n_b)
     else:
-        p, test = stratified.exact_stratified_p(tables), "exact stratified by reference"
         smallest = stratified.smallest_exact_stratified_p([(t[1], t[3]) for t in tables])
     return {
         "metric": PRIMARY,

@@ -26,7 +26,7 @@ from core.disentanglement.training import LoopSchedule, NonFiniteLoss, TrainingL
 from experiments.synthetic_sequences.run_layout import FINISHED, finished_at
 from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chunk_settings, resume_file
 from experiments.synthetic_sequences.training.evaluate import evaluate
-from experiments.synthetic_sequences.training.inputs import RunInputs, input_hashes, load_inputs
+from experiments.synthetic_sequences.training.inputs import RunInputs, load_inputs
 from experiments.synthetic_sequences.training.model_setup import build_optimizer, initial_model, initial_stack, resolve_device
 from experiments.synthetic_sequences.training.numerics import numerics
 from experiments.synthetic_sequences.training.run_lock import run_lock
@@ -140,7 +140,7 @@ def train(configs: list[TrainConfig], manifest: Path | None = None) -> dict[int,
     check_chunk(configs)
     device = resolve_device(configs[0].run.device)
     inputs = load_inputs(configs[0])  # every check, before anything is written
-    inputs_sha256 = input_hashes(configs[0])
+    inputs_sha256 = inputs.sha256
     if note := hybrid_scale_note(configs[0]):
         print(note, file=sys.stderr, flush=True)
     for config in configs:

@@ -42,10 +42,10 @@ def check_one_checkpoint(scores: dict) -> None:
         )
 
 
-def check_one_block(config: TrainConfig, scores: dict) -> None:
+def check_one_block(config: TrainConfig, scores: dict, sha256: dict[str, str]) -> None:
     """Every input of the run's own reference block: scores of the z-free model of seed `zfree_seed`, and a warm start
-    from the very checkpoint that scored them (its sha256). The reference artifact is bound to the val scores by
-    read_reference."""
+    from the very checkpoint that scored them (its sha256, from the run's input hashes). The reference artifact is bound
+    to the val scores by read_reference."""
     val = scores["val"]
     recorded = val.metadata.get("zfree_seed")
     if recorded is not None and recorded != config.run.zfree_seed:
@@ -53,7 +53,7 @@ def check_one_block(config: TrainConfig, scores: dict) -> None:
             f"scores file {val.path}: scored by the z-free model of seed {recorded}, but this run belongs to reference "
             f"block {config.run.zfree_seed}; a run reads its own block's scores, c_base and warm start only"
         )
-    if config.run.init_decoder and sha256_file(config.run.init_decoder) != val.metadata["checkpoint_sha256"]:
+    if config.run.init_decoder and sha256["init_decoder"] != val.metadata["checkpoint_sha256"]:
         raise RecordsError(
             f"init_decoder: {config.run.init_decoder} is not the z-free checkpoint that scored {val.path} "
             f"(sha256 {val.metadata['checkpoint_sha256'][:12]}...); a run warm-starts from its own block's model"
@@ -66,6 +66,7 @@ class RunInputs:
     records: dict[str, Records]  # by split
     batchers: dict[str, RecordBatcher]
     base: dict[str, tuple[torch.Tensor, torch.Tensor]]  # scored split -> z-free NLL b [N, T] and its mask
+    sha256: dict[str, str]  # input_hashes: what the run's metadata records and a resume must match
 
     @property
     def mean_train_tokens(self) -> float:
@@ -77,6 +78,7 @@ def load_inputs(config: TrainConfig) -> RunInputs:
     for name in INPUT_PATHS:
         if getattr(config.run, name) and not Path(getattr(config.run, name)).is_file():
             raise FileNotFoundError(f"{name}: {getattr(config.run, name)} does not exist")
+    sha256 = input_hashes(config)
     splits = {split: read_records(getattr(config.run, f"{split}_records")) for split in SPLITS}
     for split, records in splits.items():
         if records.split != split:
@@ -87,7 +89,7 @@ def load_inputs(config: TrainConfig) -> RunInputs:
     for split in SCORED_SPLITS:
         check_scores_of(scores[split], splits[split], split)
     check_one_checkpoint(scores)
-    check_one_block(config, scores)
+    check_one_block(config, scores, sha256)
     reference = read_reference(config.run.reference, mode=config.mode, scores_path=config.run.val_scores)
     special = SpecialTokens.from_vocab(splits["train"].vocab)
     return RunInputs(
@@ -95,4 +97,5 @@ def load_inputs(config: TrainConfig) -> RunInputs:
         records=splits,
         batchers={split: RecordBatcher(records.frame, special) for split, records in splits.items()},
         base={split: scores[split].padded(dtype=torch.float32) for split in SCORED_SPLITS},
+        sha256=sha256,
     )
