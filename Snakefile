@@ -40,6 +40,7 @@ include: "rules/common.smk"
 
 check_config()
 GRID = run_grid()
+DESIGN = config_design()  # None: the fixed design; else the looks a sequential design reads (rules/design.smk)
 CHUNKS = chunk_grid(GRID.values(), seeds_per_job())  # the training jobs
 # the record of what the tables may read, named by its content: rule record_grid writes it (a dry run writes nothing)
 GRID_DOCUMENT = grid_document(GRID.values())
@@ -50,6 +51,7 @@ GRID_RECORD = results(grid_file(GRID_DOCUMENT))
 # trainings (z-free and CVAE) are submitted.
 localrules:
     record_grid,
+    design_look,
     synthetic_sequences,
     score_records,
     reference_scale,
@@ -61,6 +63,7 @@ localrules:
 include: "rules/data.smk"
 include: "rules/reference.smk"
 include: "rules/train.smk"
+include: "rules/design.smk"
 include: "rules/tables.smk"
 
 

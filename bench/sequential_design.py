@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from experiments.synthetic_sequences.analysis.sequential import OPEN, arms_to_train, look_decisions, naive_decisions
-from experiments.synthetic_sequences.planning.design import Design, parse_design
+from experiments.synthetic_sequences.analysis.sequential import arms_to_train, look_decisions, naive_decisions
+from experiments.synthetic_sequences.planning.design import OPEN, Design, parse_design
 
 ARMS = ("mean", "sum", "scale", "balance")
 NULLS = {"0.1 in every block": [0.1], "0.3 in every block": [0.3], "0.5 in every block": [0.5], "blocks 0.1 / 0.5 / 0.9": [0.1, 0.5, 0.9]}
@@ -114,7 +114,7 @@ def main() -> None:
     fixed = f"fixed at {last.runs_per_arm} runs per arm {fixed_power / args.draws:.3f}"
     print(f"  P(sum - mean raises): sequential {power / args.draws:.3f}, {fixed}")
     looks_line = ", ".join(f"look {k} {n / args.draws:.3f}" for k, n in enumerate(deciding_look, start=1))
-    print(f"  sum - mean decided \"raises\" at: {looks_line}")
+    print(f'  sum - mean decided "raises" at: {looks_line}')
     runs = {arm: total / args.draws for arm, total in trained.items()}
     print("  expected runs per arm: " + ", ".join(f"{arm} {n:.1f}" for arm, n in runs.items()) + f" (fixed: {last.runs_per_arm} each)")
     print(

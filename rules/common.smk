@@ -3,6 +3,7 @@
 import json
 import os
 import shlex
+from pathlib import Path
 from types import SimpleNamespace
 
 from core.disentanglement.checks import check_heads_divide_width
@@ -15,10 +16,13 @@ from experiments.synthetic_sequences.planning.grid import (
     control_families,
     expand_grid,
     modes_used,
+    references_used,
     resolve_references,
+    resolve_seeds,
     training_seed,
 )
 from experiments.synthetic_sequences.planning.bindings import (
+    GRID_FOLDER,
     block_input,
     grid_document,
     grid_file,
@@ -26,6 +30,15 @@ from experiments.synthetic_sequences.planning.bindings import (
     write_grid,
 )
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
+from experiments.synthetic_sequences.planning.design import parse_design
+from experiments.synthetic_sequences.planning.looks import (
+    LOOK_TEMPLATE,
+    check_design_grid,
+    look_specs,
+    open_arms_of,
+    read_look,
+    trained_specs,
+)
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.run_layout import (
     CHUNK_TEMPLATE,
@@ -44,6 +57,7 @@ PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves")
 RUN = RUN_TEMPLATE  # a run directory under runs/, and its metrics file under metrics/ (run_layout)
 CHUNK = CHUNK_TEMPLATE  # the seeds of one arm trained together (chunks.py), the record of a training job
 BLOCK = REFERENCE_ARTIFACTS  # a reference block's z-free model, scores and c_base, by the {reference} wildcard
+LOOK = LOOK_TEMPLATE  # a sequential design's look file, by the {look} wildcard (planning/looks.py)
 # wildcard constraints from the registries: a new term or mode is one entry in core/disentanglement
 TERM_PATTERN = alternation(OPTIMISABLE_TERMS)
 MODE_PATTERN = alternation(AGGREGATION_MODES)
@@ -58,6 +72,8 @@ wildcard_constraints:
     alpha=r"[0-9]+(\.[0-9]+)?",
     seed=r"[0-9]+",
     chunk=CHUNK_PATTERN,
+    look=r"[1-9][0-9]*",
+    digest=r"[0-9a-f]{16}",
 
 
 
@@ -161,10 +177,10 @@ def zfree_flags(wildcards):
     return f"{cli_flags('zfree')} --seed {int(wildcards.reference)}"
 
 
-def reference_artifacts():
-    return [
-        results(reference_artifact("scale", reference, mode=mode)) for reference in references() for mode in modes_used(GRID.values())
-    ]
+def reference_artifacts(wildcards):
+    """The c_base artifacts of the blocks the tables read."""
+    blocks = references_used(tables_grid())
+    return [results(reference_artifact("scale", reference, mode=mode)) for reference in blocks for mode in modes_used(GRID.values())]
 
 
 def seeds_per_job():
@@ -226,15 +242,15 @@ def train_gpus(wildcards):
     return config["families"][wildcards.family].get("gpus", train_resource("gpus", 0))
 
 
-def run_metrics():
-    return [results(f"metrics/{path}.parquet") for path in GRID]
+def run_metrics(wildcards):
+    return [results(f"metrics/{spec.path}.parquet") for spec in tables_grid()]
 
 
 def current_inputs():
-    """{name: path} of the inputs every run must have been trained on, each block's its own (bindings.block_input):
-    aggregate_tables holds each run's recorded sha256 to those of its block (bindings.check_inputs)."""
+    """{name: path} of the inputs every run the tables read must have been trained on, each block's its own
+    (bindings.block_input): aggregate_tables holds each run's recorded sha256 to those of its block (bindings.check_inputs)."""
     inputs = {f"{split}_records": results(f"data/{split}.parquet") for split in SPLITS}
-    for reference in references():
+    for reference in references_used(tables_grid()):
         inputs |= {
             block_input(reference, f"{split}_scores"): results(reference_artifact("scores", reference, split=split))
             for split in SCORED_SPLITS
@@ -248,7 +264,11 @@ def current_inputs():
     return inputs
 
 
-def input_flags():
+def current_input_files(wildcards):
+    return list(current_inputs().values())
+
+
+def input_flags(wildcards):
     return " ".join(f"--input {shlex.quote(f'{name}={path}')}" for name, path in current_inputs().items())
 
 
@@ -279,3 +299,100 @@ def plot_files():
 
 def reported_plot_files():
     return [report(path, category="Plots") for path in plot_files()]
+
+
+# --- a sequential design (planning/design.py, planning/looks.py) ----------------------------------------------------
+
+
+def config_design():
+    """The config's design, None for the fixed one; a sequential design is checked against the grid at parse time."""
+    design = parse_design(config.get("design"))
+    if design is not None:
+        check_design_grid(design, references(), top_seeds(), config["families"], seeds_per_job())
+    return design
+
+
+def top_seeds():
+    return resolve_seeds(config.get("seeds"), "seeds")
+
+
+def design_flag():
+    return shlex.quote(json.dumps(config.get("design") or {}))  # the rule runs only under a sequential design
+
+
+def look_file(look):
+    return results(LOOK.format(look=look))
+
+
+def read_look_checkpoint(look):
+    """Look `look`'s file, checked (looks.read_look), once its checkpoint has run: snakemake runs it first."""
+    return read_look(checkpoints.design_look.get(look=look).output[0], DESIGN)
+
+
+def look_metrics(wildcards):
+    """The metrics files look {look} reads: every arm's at look 1, the arms the look before left open after it."""
+    look = int(wildcards.look)
+    if DESIGN is None or look > len(DESIGN.looks):
+        raise ValueError(f"look {look}: the config's design has {len(DESIGN.looks) if DESIGN else 0} looks")
+    opened = open_arms_of(read_look_checkpoint(look - 1)) if look > 1 else None
+    specs = look_specs(GRID.values(), control_families(config["families"]), references(), top_seeds(), DESIGN.looks[look - 1], opened)
+    return [results(f"metrics/{spec.path}.parquet") for spec in specs]
+
+
+def previous_look(wildcards):
+    look = int(wildcards.look)
+    return [look_file(look - 1)] if look > 1 else []
+
+
+def previous_flag(wildcards):
+    look = int(wildcards.look)
+    return f"--previous {shlex.quote(look_file(look - 1))}" if look > 1 else ""
+
+
+def looks_reached():
+    """The look files of every look the design has reached, in order: it stops at the last look or at one that
+    leaves no contrast open."""
+    documents = []
+    for look in DESIGN.looks:
+        documents.append(read_look_checkpoint(look.number))
+        if not open_arms_of(documents[-1]):
+            break
+    return documents
+
+
+def design_look_files(wildcards):
+    return [] if DESIGN is None else [look_file(document["look"]) for document in looks_reached()]
+
+
+def trained_by(documents):
+    return trained_specs(GRID.values(), control_families(config["families"]), references(), top_seeds(), DESIGN, documents)
+
+
+def tables_grid():
+    """The runs the tables read: every run of the grid, or under a sequential design those its looks trained."""
+    return list(GRID.values()) if DESIGN is None else trained_by(looks_reached())
+
+
+def write_grid_record(look_files, path, log):
+    """The record of the runs the tables read: the fixed grid's document (built and checked at parse time), or that of
+    the runs the look files trained. write_grid refuses a document that is not the one the record's name asks for."""
+    document = GRID_DOCUMENT if DESIGN is None else grid_document(trained_by([read_look(look, DESIGN) for look in look_files]))
+    write_grid(document, path)
+    Path(log).write_text(f"{path}: the record of {len(document['runs'])} runs\n")
+
+
+def grid_record_pattern():
+    """What the record_grid job writes: the fixed grid's one record (`snakemake record_grid` writes it alone), or under a
+    sequential design any record, named by the runs its looks trained."""
+    return GRID_RECORD if DESIGN is None else results(f"{GRID_FOLDER}/{{digest}}.json")
+
+
+def grid_record(wildcards):
+    """The record of the runs the tables read, named by its content (bindings.grid_file)."""
+    return GRID_RECORD if DESIGN is None else results(grid_file(grid_document(tables_grid())))
+
+
+def tables_grid_copy():
+    """The tables' copy of their grid record: named as the record under the fixed design (a new grid, a new name);
+    under a sequential design the look files, inputs of the tables, stand for the changes."""
+    return results(f"tables/{tables_grid_file(GRID_RECORD if DESIGN is None else 'design.json')}")

@@ -1,12 +1,13 @@
 rule record_grid:
+    input:
+        looks=design_look_files,  # a sequential design's look files: the runs its looks trained
     output:
-        GRID_RECORD,
+        grid_record_pattern(),
     log:
-        results("logs/record_grid.log"),
+        results("logs/record_grid.log" if DESIGN is None else "logs/record_grid/{digest}.log"),
     run:
-        # the document was built and checked at parse time; written here so that only a run that will read it writes it
-        write_grid(GRID_DOCUMENT, output[0])
-        Path(log[0]).write_text(f"{output[0]}: the record of {len(GRID)} runs\n")
+        # written here so that only a run that will read it writes it
+        write_grid_record(input.looks, output[0], log[0])
 
 
 rule extract_metrics:
@@ -32,15 +33,16 @@ rule extract_metrics:
 
 rule aggregate_tables:
     input:
-        metrics=run_metrics(),
+        metrics=run_metrics,
         summary=results("data/summary.json"),
-        references=reference_artifacts(),
-        grid=GRID_RECORD,  # the runs the tables may read; each run's inputs are held to current_inputs()
-        current=list(current_inputs().values()),
+        references=reference_artifacts,
+        grid=grid_record,  # the runs the tables may read; each run's inputs are held to current_inputs()
+        current=current_input_files,
+        looks=design_look_files,
     output:
         tables=reported_table_files(),
         metrics=results("tables/metrics.parquet"),
-        grid=results(f"tables/{tables_grid_file(GRID_RECORD)}"),  # a new grid is a new name: the tables rebuild
+        grid=tables_grid_copy(),  # under the fixed design a new grid is a new name: the tables rebuild
     log:
         results("logs/aggregate_tables.log"),
     benchmark:
@@ -53,11 +55,12 @@ rule aggregate_tables:
     params:
         out_dir=output_folder,
         control_of=control_pairs(),
-        inputs=input_flags(),
+        inputs=input_flags,
     shell:
         "python -m experiments.synthetic_sequences.analysis.tables aggregate --metrics {input.metrics:q} "
         "--data-summary {input.summary:q} --references {input.references:q} --control-of={params.control_of:q} "
-        "--grid {input.grid:q} {params.inputs} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "--grid {input.grid:q} --grid-copy {output.grid:q} {params.inputs} --looks {input.looks:q} "
+        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule plots:

@@ -11,6 +11,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     compared_settings,
     grid_document,
     grid_file,
+    keep_grid_record,
     parse_input,
     tables_grid_file,
     write_grid,
@@ -138,11 +139,9 @@ def test_a_run_copied_into_a_control_family_is_refused_by_its_settings():
 
 
 def test_the_tables_keep_a_copy_of_their_grid_named_as_its_record_and_drop_earlier_ones(tmp_path):
-    from experiments.synthetic_sequences.analysis.tables import keep_grid_record
-
     first, second = grid_document(expand_grid(FAMILIES)), grid_document(expand_grid({"main": {**FAMILIES["main"], "beta": 0.2}}))
-    keep_grid_record(first, grid_file(first), tmp_path)
-    keep_grid_record(second, grid_file(second), tmp_path)
+    keep_grid_record(first, tmp_path / tables_grid_file(grid_file(first)))
+    keep_grid_record(second, tmp_path / tables_grid_file(grid_file(second)))
     (kept,) = tmp_path.glob("grid-*.json")
     assert kept.name == tables_grid_file(grid_file(second)) == f"grid-{grid_file(second).removeprefix('grid/')}"
     assert json.loads(kept.read_text()) == second

@@ -45,6 +45,16 @@ def write_config(tmp_path, overrides):
     return path
 
 
+def design_block(*looks, maximum=20):
+    """A sequential design block of looks (references, seeds)."""
+    return {
+        "kind": "sequential",
+        "looks": [{"references": r, "seeds": s} for r, s in looks],
+        "alpha_spending": "obrien-fleming",
+        "max_runs_per_arm": maximum,
+    }
+
+
 def test_lint_is_clean():
     run = snakemake("--lint")
     assert run.returncode == 0, run.stdout + run.stderr
@@ -176,6 +186,12 @@ RUN0 = ("families", "discrete", "runs", 0)
             {("reference", "source"): "entangled", ("reference", "checkpoint"): "old/run.pt", ("references",): 2},
             "but source: entangled has one checkpoint, so one block; set references: 1",
         ),
+        # a sequential design that cannot run, refused before any job
+        ({("design",): design_block((5, 2), (5, 2))}, "design.looks[1]: 5 references x 2 seeds does not grow from look 1's 5 x 2"),
+        ({("design",): design_block((1, 1), (1, 2), (1, 3), maximum=2)}, "design.looks: 3 looks, but max_runs_per_arm 2 allows at most 2"),
+        ({("design",): design_block((5, 2), (5, 6))}, "design.looks[1]: 30 runs per arm is more than max_runs_per_arm 20"),
+        ({("design",): design_block((5, 2), (5, 4))}, "set references: 5 and seeds: 4, the most an arm trains"),
+        ({("design",): {**design_block((5, 2), (5, 4)), "alpha_spending": "linear"}}, "'linear' is not one of ['obrien-fleming'"),
     ],
 )
 def test_bad_config_fails_at_parse_time_naming_the_field(tmp_path, override, message):

@@ -37,6 +37,7 @@ from experiments.synthetic_sequences.metrics import margins, view
 
 # sum - mean is the effect; the control contrasts say how much of it each confound reproduces
 COMPARISONS = (("sum", "mean"), ("scale", "mean"), ("balance", "mean"), ("sum", "scale"), ("sum", "balance"))
+COMPARISON_NAMES = tuple(f"{a}-{b}" for a, b in COMPARISONS)  # the tables' `comparison` column
 PRIMARY = "took_up"
 ONSET = "onset_step"
 PAIRED_METRICS = view("paired_contrasts")  # among all pairs and among the pairs that took up
@@ -239,7 +240,7 @@ def contrast_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFra
                 b = family_arms[right][(family_arms[right].term == term) & (family_arms[right].alpha == alpha)]
                 if b.empty:
                     continue
-                where = {"family": family, "term": term, "alpha": alpha, "comparison": f"{left}-{right}"}
+                where = {"family": family, "term": term, "alpha": alpha, "comparison": f"{left}-{right}"}  # COMPARISON_NAMES
                 rows += [{**where, **row} for row in comparison_rows(a, b)]
     table = adjust_for_multiplicity(pd.DataFrame(rows, columns=[*COLUMNS, "rate_b"])).drop(columns="rate_b")
     statistics = [

@@ -1,5 +1,12 @@
 """One look of a sequential design: a decision for each planned take-up contrast, and the arms the next look trains.
 
+    python -m experiments.synthetic_sequences.analysis.sequential --look 2 --design '{"kind": "sequential", ...}' \
+        --control-of discrete-scale=discrete,discrete-balance=discrete --metrics results/metrics/...parquet ... \
+        --previous results/design/look1.json --out results/design/look2.json
+
+The look reads the runs' metrics files as extraction wrote them; the tables hold every run to the grid and the
+current inputs once the design has stopped (bindings.py).
+
 At look k the design tests at its increment alpha_k (planning/design.py). Over the planned contrasts still open:
 
   different    (raises / lowers) Holm at alpha_k over the open contrasts rejects p_a = p_b, with the take-up test of
@@ -15,24 +22,28 @@ belongs to is open. Take-up is the primary endpoint and the only one that steers
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from core.disentanglement.artifacts import sha256_file, write_json
 from experiments.synthetic_sequences.analysis import inference
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, COMPARISONS, MARGINS, PRIMARY, takeup_p
-from experiments.synthetic_sequences.planning.design import Design
-
-OPEN, UNDECIDED, EQUIVALENT = "continue", "undecided", "equivalent"
-DECISIONS = ("raises", "lowers", EQUIVALENT, OPEN, UNDECIDED)
+from experiments.synthetic_sequences.analysis.contrasts import BLOCK, COMPARISON_NAMES, MARGINS, PRIMARY, arms, takeup_p
+from experiments.synthetic_sequences.planning.design import EQUIVALENT, OPEN, UNDECIDED, Design, DesignError, parse_design
+from experiments.synthetic_sequences.planning.grid import parse_control_of
+from experiments.synthetic_sequences.planning.looks import Group, look_document, read_look
 
 
 @dataclass(frozen=True)
 class Decision:
     comparison: str  # "sum-mean"
-    decision: str  # one of DECISIONS
+    decision: str  # one of design.DECISIONS
     look: int  # the look that made it (the current one while open)
     runs_per_arm: int
     alpha: float  # the look's increment
@@ -65,7 +76,7 @@ def contrast_tables(a: Counts, b: Counts) -> list[tuple[int, int, int, int]]:
 
 def planned(arms: Mapping[str, Counts]) -> list[str]:
     """The planned contrasts whose arms are both present, in COMPARISONS' order."""
-    return [f"{a}-{b}" for a, b in COMPARISONS if a in arms and b in arms]
+    return [name for name in COMPARISON_NAMES if all(arm in arms for arm in name.split("-"))]
 
 
 def look_decisions(
@@ -76,11 +87,15 @@ def look_decisions(
     alpha: float = inference.ALPHA,
     margin: float = MARGINS[PRIMARY],
 ) -> dict[str, Decision]:
-    """Every planned contrast's decision at `look`, given the arms' counts by then and the decisions of the look before."""
+    """Every planned contrast's decision at `look`, from the open arms' counts by then (a closed arm's are not needed)
+    and the decisions of the look before."""
     increment = design.increment(look, alpha)
     last = look == len(design.looks)
-    decisions = {name: before[name] for name in planned(arms) if name in before and not before[name].open}
-    still_open = [name for name in planned(arms) if name not in decisions]
+    names = [name for name in COMPARISON_NAMES if name in before or name in planned(arms)]
+    decisions = {name: before[name] for name in names if name in before and not before[name].open}
+    still_open = [name for name in names if name not in decisions]
+    if unread := [name for name in still_open if name not in planned(arms)]:
+        raise ValueError(f"look {look}: contrast {unread[0]} is open, but the runs of its arms were not all read")
     tables = {name: contrast_tables(*(arms[arm] for arm in name.split("-"))) for name in still_open}
     p = {name: takeup_p(tables[name])[0] for name in still_open}
     adjusted = dict(zip(still_open, inference.adjust([p[name] for name in still_open], "holm"), strict=True)) if still_open else {}
@@ -95,7 +110,7 @@ def look_decisions(
         else:
             decision = UNDECIDED if last else OPEN
         decisions[name] = Decision(name, decision, look, int(n_a), increment, float(estimate), low, high, p[name], float(adjusted[name]))
-    return {name: decisions[name] for name in planned(arms)}
+    return {name: decisions[name] for name in names}
 
 
 def arms_to_train(decisions: Mapping[str, Decision]) -> list[str]:
@@ -114,3 +129,68 @@ def naive_decisions(arms: Mapping[str, Counts], alpha: float = inference.ALPHA) 
         k_a, n_a, k_b, n_b = np.sum(tables[name], axis=0)
         decisions[name] = OPEN if p > alpha else "raises" if k_a / n_a > k_b / n_b else "lowers"
     return decisions
+
+
+def group_counts(runs: pd.DataFrame, control_of: Mapping[str, str]) -> dict[Group, dict[str, Counts]]:
+    """Every (main family, term, alpha)'s arms' take-up counts by block, from the runs table."""
+    groups: dict[Group, dict[str, Counts]] = {}
+    for family, family_arms in arms(runs, control_of).items():
+        for name, arm in family_arms.items():
+            for (term, alpha), runs_of in arm.groupby(["term", "alpha"]):
+                groups.setdefault((family, term, float(alpha)), {})[name] = arm_counts(runs_of)
+    return groups
+
+
+def earlier_decisions(document: Mapping | None) -> dict[Group, dict[str, Decision]]:
+    if document is None:
+        return {}
+    return {
+        (g["family"], g["term"], float(g["alpha"])): {name: Decision(**d) for name, d in g["decisions"].items()} for g in document["groups"]
+    }
+
+
+def look_groups(runs: pd.DataFrame, control_of: Mapping[str, str], design: Design, look: int, previous: Mapping | None) -> list[dict]:
+    """A look file's groups: each (main family, term, alpha) with its decisions and the arms the next look trains."""
+    counts, before = group_counts(runs, control_of), earlier_decisions(previous)
+    groups = []
+    for group in sorted(set(counts) | set(before)):
+        decisions = look_decisions(counts.get(group, {}), before.get(group, {}), design, look)
+        family, term, alpha = group
+        serialised = {name: decision.to_dict() for name, decision in decisions.items()}
+        groups.append({"family": family, "term": term, "alpha": alpha, "decisions": serialised, "train_next": arms_to_train(decisions)})
+    return groups
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from experiments.synthetic_sequences.analysis.tables import read_metrics, runs_table
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--look", type=int, required=True, help="the look, from 1")
+    parser.add_argument("--design", required=True, help="the config's design block, as JSON")
+    parser.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
+    parser.add_argument("--metrics", nargs="+", required=True, help="the metrics files of the runs this look reads")
+    parser.add_argument("--previous", default=None, help="the look file of the look before (none at look 1)")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    try:
+        design = parse_design(json.loads(args.design))
+        if design is None or not 1 <= args.look <= len(design.looks):
+            raise DesignError(f"--look {args.look}: the design has looks 1..{len(design.looks) if design else 0}")
+        if (args.previous is None) != (args.look == 1):
+            raise DesignError(f"--previous: look {args.look} {'takes none' if args.look == 1 else 'needs the look file before it'}")
+        previous = read_look(args.previous, design) if args.previous else None
+        metrics, records = read_metrics(args.metrics)
+        groups = look_groups(runs_table(metrics), parse_control_of(args.control_of), design, args.look, previous)
+        runs_read = {held[0]["run"]: sha256_file(path) for path, held in records.items()}
+        write_json(look_document(args.look, design, groups, runs_read, previous), Path(args.out))
+    except OSError as err:
+        sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
+    except ValueError as err:
+        sys.exit(f"error: {err}")
+    for group in groups:
+        decided = ", ".join(f"{name} {d['decision']}" for name, d in group["decisions"].items())
+        print(f"look {args.look}, {group['family']} {group['term']} alpha={group['alpha']:g}: {decided}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from core.disentanglement.artifacts import atomic_path, write_json
+from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.analysis.confounds import confound_table
 from experiments.synthetic_sequences.analysis.contrasts import contrast_table
 from experiments.synthetic_sequences.analysis.curves import convergence
@@ -53,6 +53,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     Binding,
     check_against_grid,
     check_inputs,
+    keep_grid_record,
     parse_input,
     run_record,
     tables_grid_file,
@@ -212,6 +213,7 @@ def aggregate(
     out_dir: str | Path,
     control_of: dict[str, str],
     binding: Binding | None = None,
+    looks: Sequence[dict] = (),
 ) -> dict[str, pd.DataFrame]:
     if not metric_paths:
         raise ValueError("aggregate needs at least one run's metrics file")
@@ -235,19 +237,10 @@ def aggregate(
     for name, table in tables.items():
         write_table(table, out_dir / name, formats=("parquet", "csv") if name == "verdict" else ("parquet", "csv", "md"))
     with atomic_path(out_dir / "verdict.md") as tmp:
-        tmp.write_text(verdict_markdown(tables["verdict"], runs, control_of))
+        tmp.write_text(verdict_markdown(tables["verdict"], runs, control_of, looks))
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables
-
-
-def keep_grid_record(grid: dict, record: str | Path, out_dir: Path) -> None:
-    """The tables' copy of the grid they were held to (bindings.tables_grid_file); copies of earlier grids go."""
-    kept = out_dir / tables_grid_file(record)
-    write_json(grid, kept)
-    for earlier in out_dir.glob(tables_grid_file("*")):
-        if earlier != kept:
-            earlier.unlink()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -263,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     combine.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
     combine.add_argument("--out-dir", required=True)
     combine.add_argument("--grid", required=True, help="the grid.json the Snakefile writes: the runs the tables may read")
+    combine.add_argument("--grid-copy", default=None, help="where the tables keep a copy of it (default: grid-<its name> in --out-dir)")
+    combine.add_argument("--looks", nargs="*", default=[], help="a sequential design's look files, in order: the verdict states the design")
     combine.add_argument(
         "--input",
         action="append",
@@ -278,8 +273,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             control_of = parse_control_of(args.control_of)
             binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
-            tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of, binding)
-            keep_grid_record(binding.grid, args.grid, Path(args.out_dir))
+            looks = [json.loads(Path(path).read_text()) for path in args.looks]
+            tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of, binding, looks)
+            keep_grid_record(binding.grid, args.grid_copy or Path(args.out_dir) / tables_grid_file(args.grid))
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
     except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
         sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")

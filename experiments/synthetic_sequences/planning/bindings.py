@@ -127,6 +127,16 @@ def write_grid(document: Mapping, path: str | Path) -> None:
     write_json(document, path)
 
 
+def keep_grid_record(grid: Mapping, kept: str | Path) -> None:
+    """The tables' copy of the grid they were held to, at `kept` (tables_grid_file under the fixed design); the copies
+    of earlier grids beside it go."""
+    kept = Path(kept)
+    write_json(grid, kept)
+    for earlier in kept.parent.glob(tables_grid_file("*")):
+        if earlier != kept:
+            earlier.unlink()
+
+
 def setting_differences(got: Mapping, want: Mapping) -> list[str]:
     names = sorted(set(got) | set(want))
     return [

@@ -1,0 +1,71 @@
+"""The verdict's account of a sequential design: the looks done, the alpha each spent, and for each planned take-up
+contrast its decision and the look that made it (analysis/sequential.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from experiments.synthetic_sequences.analysis.contrasts import COMPARISON_NAMES
+from experiments.synthetic_sequences.analysis.inference import ALPHA
+from experiments.synthetic_sequences.planning.design import OPEN, UNDECIDED, Design, Look
+
+
+def design_of(record: Mapping) -> Design:
+    """The Design a look file records (looks.design_record)."""
+    looks = tuple(Look(**look) for look in record["looks"])
+    return Design(looks, record["alpha_spending"], record["max_runs_per_arm"])
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def decision_text(decision: Mapping, looks: int) -> str:
+    if decision["decision"] == UNDECIDED:
+        return f"undecided at {decision['runs_per_arm']} runs per arm"
+    if decision["decision"] == OPEN:
+        return f"open after look {decision['look']} of {looks}"
+    return decision["decision"]
+
+
+def design_section(documents: Sequence[Mapping]) -> list[str]:
+    """Markdown lines: the design, its looks, and a table of every group's decisions."""
+    design = design_of(documents[0]["design"])
+    done = ", ".join(
+        f"look {look.number} at {plural(look.references, 'reference')} x {plural(look.seeds, 'seed')} "
+        f"({look.runs_per_arm} runs per open arm, alpha {design.increment(look.number, ALPHA):.4f})"
+        for look in design.looks[: len(documents)]
+    )
+    lines = [
+        "## Sequential design",
+        "",
+        f"{len(documents)} of {len(design.looks)} looks done, {design.alpha_spending} alpha spending over at most "
+        f"{design.max_runs_per_arm} runs per arm, Holm at each look's alpha over the contrasts still open: {done}. "
+        "Take-up steered the design; an arm trained on while a contrast it belongs to was open. The interval beside "
+        "a decision is Newcombe's at level 1 - 2 alpha of its look, so valid under the design (by the union bound over "
+        "the looks); every other interval and p value below is that of a fixed design of the runs trained (naive "
+        "under the design), and the secondary endpoints did not steer it.",
+        "",
+    ]
+    rows = []
+    for group in documents[-1]["groups"]:
+        for name in (name for name in COMPARISON_NAMES if name in group["decisions"]):  # the file's keys are sorted
+            decision = group["decisions"][name]
+            rows.append(
+                {
+                    "group": f"{group['family']} {group['term']} alpha={group['alpha']:g}",
+                    "contrast": name,
+                    "decision": decision_text(decision, len(design.looks)),
+                    "look": decision["look"],
+                    "runs per arm": decision["runs_per_arm"],
+                    "estimate": decision["estimate"],
+                    "interval": f"[{decision['ci_low']:+.3f}, {decision['ci_high']:+.3f}]",
+                    "p": decision["p"],
+                    "p (Holm, open contrasts)": decision["p_adjusted"],
+                    "alpha of the look": decision["alpha"],
+                }
+            )
+    lines += [pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g"), ""]
+    return lines
