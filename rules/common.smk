@@ -305,10 +305,14 @@ def reported_plot_files():
 
 
 def config_design():
-    """The config's design, None for the fixed one; a sequential design is checked against the grid at parse time."""
+    """The config's design, None for the fixed one. A sequential design is checked at parse time against the grid, and
+    so is every look file already on disk (looks.read_look: unedited, of this design)."""
     design = parse_design(config.get("design"))
     if design is not None:
         check_design_grid(design, references(), top_seeds(), config["families"], seeds_per_job())
+        for look in design.looks:
+            if os.path.exists(look_file(look.number)):
+                read_look(look_file(look.number), design)
     return design
 
 

@@ -91,6 +91,7 @@ def test_a_rerun_has_nothing_to_do_and_a_look_edited_by_hand_is_refused(two_look
     refused = snakemake("-n", "--configfile", str(config), "--config", f"results={results}")
     assert refused.returncode != 0
     assert "look1.json: its content does not match its sha256 (edited by hand?)" in refused.stdout + refused.stderr
+    assert "InputFunctionException" not in refused.stdout + refused.stderr  # refused as the Snakefile is parsed
 
 
 def test_a_look_that_decides_every_contrast_ends_the_design(tmp_path):
