@@ -28,7 +28,8 @@ TINY = {
 }
 
 
-def run_design(folder, looks, spending, seeds_per_job, removed=()):
+def design_config(folder, looks, spending, seeds_per_job, removed=()):
+    """A tiny config of one reference block whose looks have `looks` seeds each; returns its path."""
     config = {
         **TINY,
         "families": {**TINY["families"], **dict.fromkeys(removed)},
@@ -43,6 +44,11 @@ def run_design(folder, looks, spending, seeds_per_job, removed=()):
     }
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def run_design(folder, looks, spending, seeds_per_job, removed=()):
+    path = design_config(folder, looks, spending, seeds_per_job, removed)
     return path, snakemake("--cores", "2", "--configfile", str(path), "--config", f"results={folder / 'results'}", timeout=900)
 
 

@@ -78,3 +78,8 @@ def sha256_file(path: str | os.PathLike) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def sha256_json(document: object) -> str:
+    """The sha256 of a JSON document's canonical form (keys sorted): what names a grid's record and seals a look file."""
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()

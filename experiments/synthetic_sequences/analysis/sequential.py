@@ -43,7 +43,7 @@ from experiments.synthetic_sequences.planning.looks import Group, look_document,
 @dataclass(frozen=True)
 class Decision:
     comparison: str  # "sum-mean"
-    decision: str  # one of design.DECISIONS
+    decision: str  # raises, lowers, or design's EQUIVALENT, OPEN, UNDECIDED
     look: int  # the look that made it (the current one while open)
     runs_per_arm: int
     alpha: float  # the look's increment

@@ -17,13 +17,12 @@ No pandas or torch here: the Snakefile imports this module at parse time.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.disentanglement.artifacts import sha256_file, write_json
+from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
 from experiments.synthetic_sequences.planning.grid import training_seed
 from experiments.synthetic_sequences.run_layout import REFERENCE_TEMPLATE, parse_run_path, run_directory, run_path
 from experiments.synthetic_sequences.training.settings import INPUT_PATHS
@@ -109,8 +108,7 @@ def grid_document(specs: Iterable) -> dict:
 
 def grid_file(document: Mapping) -> str:
     """The record of a grid, relative to the results folder: grid/<first 16 hex digits of its sha256>.json."""
-    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:16]
-    return f"{GRID_FOLDER}/{digest}.json"
+    return f"{GRID_FOLDER}/{sha256_json(document)[:16]}.json"
 
 
 def tables_grid_file(record: str | Path) -> str:

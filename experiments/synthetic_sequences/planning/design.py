@@ -28,9 +28,8 @@ from statistics import NormalDist
 
 SPENDING_FUNCTIONS = ("obrien-fleming", "pocock")
 KINDS = ("fixed", "sequential")
-# what a look decides of a planned contrast (analysis/sequential.py)
+# what a look decides of a planned contrast, beside "raises" and "lowers" (analysis/sequential.py)
 OPEN, UNDECIDED, EQUIVALENT = "continue", "undecided", "equivalent"
-DECISIONS = ("raises", "lowers", EQUIVALENT, OPEN, UNDECIDED)
 
 
 def obrien_fleming_spent(t: float, alpha: float) -> float:

@@ -13,12 +13,12 @@ another design. Torch- and pandas-free: the Snakefile imports it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 
+from core.disentanglement.artifacts import sha256_json
 from experiments.synthetic_sequences.planning.design import Design, DesignError, Look
 from experiments.synthetic_sequences.planning.grid import RunSpec
 
@@ -31,11 +31,6 @@ def arm_of(spec: RunSpec, control_of: Mapping[str, str]) -> tuple[Group, str]:
     if spec.controls == "none":
         return (spec.family, spec.term, spec.alpha), spec.mode
     return (control_of[spec.family], spec.term, spec.alpha), spec.controls
-
-
-def group_name(group: Group) -> str:
-    family, term, alpha = group
-    return f"{family} {term} alpha={alpha:g}"
 
 
 def check_design_grid(design: Design, references: list[int], seeds: list[int], families: Mapping, seeds_per_job: int) -> None:
@@ -98,10 +93,6 @@ def trained_specs(
     return [spec for spec in specs if spec.path in trained]
 
 
-def digest(body: Mapping) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
 def design_record(design: Design) -> dict:
     return json.loads(json.dumps(asdict(design)))
 
@@ -115,7 +106,7 @@ def look_document(look: int, design: Design, groups: list[dict], runs_read: Mapp
         "runs_read": dict(runs_read),
         "previous_sha256": previous["sha256"] if previous else None,
     }
-    return {**body, "sha256": digest(body)}
+    return {**body, "sha256": sha256_json(body)}
 
 
 def read_look(path: str | Path, design: Design) -> dict:
@@ -124,7 +115,7 @@ def read_look(path: str | Path, design: Design) -> dict:
     try:
         document = json.loads(path.read_text())
         body = {name: value for name, value in document.items() if name != "sha256"}
-        sealed = document.get("sha256") == digest(body)
+        sealed = document.get("sha256") == sha256_json(body)
     except (OSError, ValueError) as err:
         raise DesignError(f"{path}: not a readable look file ({err}); delete it and rerun to recompute the look") from err
     if not sealed:
