@@ -29,6 +29,8 @@ this n, and the arm sizes. Rows exist only for arms that were run and pairs that
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -89,12 +91,17 @@ def arms(runs: pd.DataFrame, control_of: dict[str, str]) -> dict[str, dict[str, 
     return result
 
 
-def block_tables(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[int, int, int, int]]:
-    """(k_a, n_a, k_b, n_b) of took_up in every block where both arms have runs."""
-    blocks = sorted(set(a[BLOCK]) & set(b[BLOCK]))
-    return [
-        (int(x[PRIMARY].sum()), len(x), int(y[PRIMARY].sum()), len(y)) for x, y in ((a[a[BLOCK] == r], b[b[BLOCK] == r]) for r in blocks)
-    ]
+Counts = Mapping[int, tuple[int, int]]  # an arm's (runs that took up, runs) by reference block
+
+
+def arm_counts(runs: pd.DataFrame) -> dict[int, tuple[int, int]]:
+    """An arm's took_up counts by block, from its rows of the runs table."""
+    return {int(block): (int(group[PRIMARY].sum()), len(group)) for block, group in runs.groupby(BLOCK)}
+
+
+def contrast_tables(a: Counts, b: Counts) -> list[tuple[int, int, int, int]]:
+    """(k_a, n_a, k_b, n_b) of took_up in every block where both arms have runs, in block order."""
+    return [(*a[block], *b[block]) for block in sorted(set(a) & set(b))]
 
 
 def takeup_p(tables: list[tuple[int, int, int, int]]) -> tuple[float, str]:
@@ -109,7 +116,7 @@ def takeup_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """took_up of arm a against arm b (all their runs, unpaired within each block)."""
     n_a, n_b, k_a, k_b = len(a), len(b), int(a[PRIMARY].sum()), int(b[PRIMARY].sum())
     low, high = inference.newcombe(k_a, n_a, k_b, n_b)
-    tables = block_tables(a, b)
+    tables = contrast_tables(arm_counts(a), arm_counts(b))
     p, test = takeup_p(tables)
     if len(tables) == 1:
         smallest = inference.smallest_boschloo_p(n_a, n_b)
@@ -233,14 +240,14 @@ def contrast_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFra
     """One row per (family, term, alpha, comparison, endpoint, subset) that has runs in both arms; see the module docstring."""
     rows = []
     for family, family_arms in arms(runs, control_of).items():
-        for left, right in COMPARISONS:
+        for (left, right), comparison in zip(COMPARISONS, COMPARISON_NAMES, strict=True):
             if left not in family_arms or right not in family_arms:
                 continue
             for (term, alpha), a in family_arms[left].groupby(["term", "alpha"]):
                 b = family_arms[right][(family_arms[right].term == term) & (family_arms[right].alpha == alpha)]
                 if b.empty:
                     continue
-                where = {"family": family, "term": term, "alpha": alpha, "comparison": f"{left}-{right}"}  # COMPARISON_NAMES
+                where = {"family": family, "term": term, "alpha": alpha, "comparison": comparison}
                 rows += [{**where, **row} for row in comparison_rows(a, b)]
     table = adjust_for_multiplicity(pd.DataFrame(rows, columns=[*COLUMNS, "rate_b"])).drop(columns="rate_b")
     statistics = [

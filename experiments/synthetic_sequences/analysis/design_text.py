@@ -9,13 +9,8 @@ import pandas as pd
 
 from experiments.synthetic_sequences.analysis.contrasts import COMPARISON_NAMES
 from experiments.synthetic_sequences.analysis.inference import ALPHA
-from experiments.synthetic_sequences.planning.design import OPEN, UNDECIDED, Design, Look
-
-
-def design_of(record: Mapping) -> Design:
-    """The Design a look file records (looks.design_record)."""
-    looks = tuple(Look(**look) for look in record["looks"])
-    return Design(looks, record["alpha_spending"], record["max_runs_per_arm"])
+from experiments.synthetic_sequences.planning.design import OPEN, UNDECIDED
+from experiments.synthetic_sequences.planning.looks import design_from_record
 
 
 def plural(count: int, word: str) -> str:
@@ -32,7 +27,7 @@ def decision_text(decision: Mapping, looks: int) -> str:
 
 def design_section(documents: Sequence[Mapping]) -> list[str]:
     """Markdown lines: the design, its looks, and a table of every group's decisions."""
-    design = design_of(documents[0]["design"])
+    design = design_from_record(documents[0]["design"])
     done = ", ".join(
         f"look {look.number} at {plural(look.references, 'reference')} x {plural(look.seeds, 'seed')} "
         f"({look.runs_per_arm} runs per open arm, alpha {design.increment(look.number, ALPHA):.4f})"

@@ -34,7 +34,16 @@ import pandas as pd
 
 from core.disentanglement.artifacts import sha256_file, write_json
 from experiments.synthetic_sequences.analysis import inference
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, COMPARISON_NAMES, MARGINS, PRIMARY, arms, takeup_p
+from experiments.synthetic_sequences.analysis.contrasts import (
+    COMPARISON_NAMES,
+    MARGINS,
+    PRIMARY,
+    Counts,
+    arm_counts,
+    arms,
+    contrast_tables,
+    takeup_p,
+)
 from experiments.synthetic_sequences.planning.design import EQUIVALENT, OPEN, UNDECIDED, Design, DesignError, parse_design
 from experiments.synthetic_sequences.planning.grid import parse_control_of
 from experiments.synthetic_sequences.planning.looks import Group, look_document, read_look
@@ -61,22 +70,19 @@ class Decision:
         return asdict(self)
 
 
-Counts = Mapping[int, tuple[int, int]]  # an arm's (runs that took up, runs) by reference block
-
-
-def arm_counts(runs: pd.DataFrame) -> dict[int, tuple[int, int]]:
-    """An arm's take-up counts by block, from its rows of the runs table."""
-    return {int(block): (int(group[PRIMARY].sum()), len(group)) for block, group in runs.groupby(BLOCK)}
-
-
-def contrast_tables(a: Counts, b: Counts) -> list[tuple[int, int, int, int]]:
-    """(k_a, n_a, k_b, n_b) in every block both arms have, as contrasts.block_tables gives them."""
-    return [(*a[block], *b[block]) for block in sorted(set(a) & set(b))]
-
-
 def planned(arms: Mapping[str, Counts]) -> list[str]:
     """The planned contrasts whose arms are both present, in COMPARISONS' order."""
     return [name for name in COMPARISON_NAMES if all(arm in arms for arm in name.split("-"))]
+
+
+def holm_tested(arms: Mapping[str, Counts], names: list[str]) -> list[tuple[str, tuple[int, int, int, int], float, float]]:
+    """Each named contrast's pooled (k_a, n_a, k_b, n_b), its take-up p (contrasts.takeup_p, stratified by block) and
+    that p Holm-adjusted over the named contrasts."""
+    tables = [contrast_tables(*(arms[arm] for arm in name.split("-"))) for name in names]
+    p = [takeup_p(table)[0] for table in tables]
+    adjusted = inference.adjust(p, "holm") if names else []
+    pooled = [tuple(int(total) for total in np.sum(table, axis=0)) for table in tables]
+    return list(zip(names, pooled, p, adjusted, strict=True))
 
 
 def look_decisions(
@@ -91,25 +97,22 @@ def look_decisions(
     and the decisions of the look before."""
     increment = design.increment(look, alpha)
     last = look == len(design.looks)
-    names = [name for name in COMPARISON_NAMES if name in before or name in planned(arms)]
+    readable = planned(arms)
+    names = [name for name in COMPARISON_NAMES if name in before or name in readable]
     decisions = {name: before[name] for name in names if name in before and not before[name].open}
     still_open = [name for name in names if name not in decisions]
-    if unread := [name for name in still_open if name not in planned(arms)]:
+    if unread := [name for name in still_open if name not in readable]:
         raise ValueError(f"look {look}: contrast {unread[0]} is open, but the runs of its arms were not all read")
-    tables = {name: contrast_tables(*(arms[arm] for arm in name.split("-"))) for name in still_open}
-    p = {name: takeup_p(tables[name])[0] for name in still_open}
-    adjusted = dict(zip(still_open, inference.adjust([p[name] for name in still_open], "holm"), strict=True)) if still_open else {}
-    for name in still_open:
-        k_a, n_a, k_b, n_b = np.sum(tables[name], axis=0)
+    for name, (k_a, n_a, k_b, n_b), p, adjusted in holm_tested(arms, still_open):
         estimate = k_a / n_a - k_b / n_b
         low, high = inference.newcombe(k_a, n_a, k_b, n_b, level=1 - 2 * increment)
-        if adjusted[name] <= increment:
+        if adjusted <= increment:
             decision = "raises" if estimate > 0 else "lowers"
         elif -margin < low and high < margin:
             decision = EQUIVALENT
         else:
             decision = UNDECIDED if last else OPEN
-        decisions[name] = Decision(name, decision, look, int(n_a), increment, float(estimate), low, high, p[name], float(adjusted[name]))
+        decisions[name] = Decision(name, decision, look, int(n_a), increment, float(estimate), low, high, p, float(adjusted))
     return {name: decisions[name] for name in names}
 
 
@@ -121,13 +124,9 @@ def arms_to_train(decisions: Mapping[str, Decision]) -> list[str]:
 
 def naive_decisions(arms: Mapping[str, Counts], alpha: float = inference.ALPHA) -> dict[str, str]:
     """What rereading the fixed verdict does at any n: Holm at the full alpha over every planned contrast."""
-    names = planned(arms)
-    tables = {name: contrast_tables(*(arms[arm] for arm in name.split("-"))) for name in names}
-    adjusted = inference.adjust([takeup_p(tables[name])[0] for name in names], "holm")
     decisions = {}
-    for name, p in zip(names, adjusted, strict=True):
-        k_a, n_a, k_b, n_b = np.sum(tables[name], axis=0)
-        decisions[name] = OPEN if p > alpha else "raises" if k_a / n_a > k_b / n_b else "lowers"
+    for name, (k_a, n_a, k_b, n_b), _, adjusted in holm_tested(arms, planned(arms)):
+        decisions[name] = OPEN if adjusted > alpha else "raises" if k_a / n_a > k_b / n_b else "lowers"
     return decisions
 
 

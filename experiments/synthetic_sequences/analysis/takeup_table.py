@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.synthetic_sequences.analysis import inference
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, ONSET, PRIMARY, arms
+from experiments.synthetic_sequences.analysis.contrasts import BLOCK, ONSET, PRIMARY, arm_counts, arms
 from experiments.synthetic_sequences.metrics import view
 
 FLOOR, ROUNDING = view("collapse")
@@ -35,7 +35,7 @@ ARM_COLUMNS = [
 
 def block_counts(arm: pd.DataFrame) -> str:
     """'ref0 3/4, ref1 2/4': took_up k of n in each reference block."""
-    return ", ".join(f"ref{block} {int(runs[PRIMARY].sum())}/{len(runs)}" for block, runs in arm.groupby(BLOCK))
+    return ", ".join(f"ref{block} {k}/{n}" for block, (k, n) in arm_counts(arm).items())
 
 
 def arm_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:

@@ -94,7 +94,13 @@ def trained_specs(
 
 
 def design_record(design: Design) -> dict:
+    """A design as a look file records it: JSON's types (lists, not tuples)."""
     return json.loads(json.dumps(asdict(design)))
+
+
+def design_from_record(record: Mapping) -> Design:
+    """The design a look file records (design_record's inverse)."""
+    return Design(tuple(Look(**look) for look in record["looks"]), record["alpha_spending"], record["max_runs_per_arm"])
 
 
 def look_document(look: int, design: Design, groups: list[dict], runs_read: Mapping[str, str], previous: Mapping | None) -> dict:
