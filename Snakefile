@@ -10,10 +10,13 @@ from snakemake.utils import min_version, validate
 
 from experiments.synthetic_sequences.planning.config_files import (
     check_config_files,
+    check_flags,
     check_integers,
     check_moved_keys,
+    check_run_lists,
     drop_removed_families,
 )
+from experiments.synthetic_sequences.planning.results_lock import acquire, check_free, release
 
 min_version("9.0")
 
@@ -28,6 +31,8 @@ check_config_files(workflow.configfiles)  # a key written twice is refused, not 
 
 drop_removed_families(config)  # `name: null` in a later config file removes a family of an earlier one
 check_moved_keys(config)
+check_run_lists(config, CONFIG_SCHEMA)  # one line per bad seeds/references value, not the schema's dump
+check_flags(config)
 validate(config, CONFIG_SCHEMA)
 check_integers(config, CONFIG_SCHEMA)  # JSON Schema takes 2.0 for an integer; a count is refused as a float here
 
@@ -39,6 +44,22 @@ include: "rules/common.smk"
 
 
 check_config()
+if workflow.is_main_process:  # jobs that snakemake starts (on Slurm, or in a subprocess) run under the lock of their run
+    check_free(config["results"])  # before the DAG meets another live run's incomplete files
+
+
+onstart:
+    acquire(config["results"])  # planning/results_lock.py: held from the first job to the end
+
+
+onsuccess:
+    release(config["results"])
+
+
+onerror:
+    release(config["results"])
+
+
 GRID = run_grid()
 DESIGN = config_design()  # None: the fixed design; else the looks a sequential design reads (rules/design.smk)
 CHUNKS = chunk_grid(GRID.values(), seeds_per_job())  # the training jobs
@@ -67,14 +88,21 @@ include: "rules/design.smk"
 include: "rules/tables.smk"
 
 
+# Both targets ask for a sequential design's look files themselves: snakemake leaves a deleted file whose consumers'
+# outputs exist alone, so a look file deleted under finished tables is recomputed only because a target wants it (and
+# a recomputed look is a new file, so the looks after it and the tables follow).
 rule tables:
     input:
         table_files(),
         rules.aggregate_tables.output.grid,
         plot_files(),
+        design_look_files,
 
 
 rule all:
     default_target: True
     input:
-        rules.tables.input,
+        table_files(),
+        rules.aggregate_tables.output.grid,
+        plot_files(),
+        design_look_files,

@@ -33,18 +33,21 @@ from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk
 from experiments.synthetic_sequences.planning.design import parse_design
 from experiments.synthetic_sequences.planning.looks import (
     LOOK_TEMPLATE,
+    arm_of,
+    check_design_fixed,
     check_design_grid,
     look_specs,
     open_arms_of,
-    read_look,
     trained_specs,
 )
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.run_layout import (
     CHUNK_TEMPLATE,
+    METRICS_TEMPLATE,
     REFERENCE_ARTIFACTS,
     RUN_TEMPLATE,
     RUNS_FOLDER,
+    metrics_path,
     reference_artifact,
     run_directory,
 )
@@ -243,7 +246,7 @@ def train_gpus(wildcards):
 
 
 def run_metrics(wildcards):
-    return [results(f"metrics/{spec.path}.parquet") for spec in tables_grid()]
+    return [metrics_path(config["results"], spec.path) for spec in tables_grid()]
 
 
 def current_inputs():
@@ -305,15 +308,48 @@ def reported_plot_files():
 
 
 def config_design():
-    """The config's design, None for the fixed one. A sequential design is checked at parse time against the grid, and
-    so is every look file already on disk (looks.read_look: unedited, of this design)."""
+    """The config's design, None for the fixed one. A sequential design is checked at parse time: against the grid,
+    for looks that can decide nothing, against the design its results folder was first read under (looks.DESIGN_RECORD),
+    and so is every look file already on disk (analysis/sequential.verified_look), in order, while looks stay open."""
     design = parse_design(config.get("design"))
     if design is not None:
+        from experiments.synthetic_sequences.analysis.sequential import check_decidable
+
         check_design_grid(design, references(), top_seeds(), config["families"], seeds_per_job())
+        check_decidable(design, arm_groups().values())
+        check_design_fixed(config["results"], design, config.get("design_reset", False))
+        previous = None
         for look in design.looks:
-            if os.path.exists(look_file(look.number)):
-                read_look(look_file(look.number), design)
+            if not os.path.exists(look_file(look.number)) or (previous is not None and not open_arms_of(previous)):
+                break
+            previous = verified_look_file(design, look.number, previous)
     return design
+
+
+def arm_groups():
+    """{(main family, term, alpha): the names of its arms} of the grid (looks.arm_of)."""
+    groups = {}
+    for spec in GRID.values():
+        group, arm = arm_of(spec, control_families(config["families"]))
+        groups.setdefault(group, set()).add(arm)
+    return groups
+
+
+VERIFIED_LOOKS = {}  # (look, its file's mtime, the seal of the look before): its document, checked once per state
+
+
+def verified_look_file(design, look, previous):
+    """Look `look`'s file, verified (analysis/sequential.verified_look) against the look before and the runs the config
+    assigns to it; a metrics file still to be extracted is passed over, and the job that reads the look checks it whole."""
+    from experiments.synthetic_sequences.analysis.sequential import verified_look
+
+    path = look_file(look)
+    key = (look, os.stat(path).st_mtime_ns, previous["sha256"] if previous else None)
+    if key not in VERIFIED_LOOKS:
+        opened = open_arms_of(previous) if previous else None
+        expected = [spec.path for spec in look_specs(GRID.values(), control_families(config["families"]), references(), top_seeds(), design.looks[look - 1], opened)]
+        VERIFIED_LOOKS[key] = verified_look(path, design, control_families(config["families"]), previous, expected, require_runs=False)
+    return VERIFIED_LOOKS[key]
 
 
 def top_seeds():
@@ -329,8 +365,9 @@ def look_file(look):
 
 
 def read_look_checkpoint(look):
-    """Look `look`'s file, checked (looks.read_look), once its checkpoint has run: snakemake runs it first."""
-    return read_look(checkpoints.design_look.get(look=look).output[0], DESIGN)
+    """Look `look`'s file, verified (verified_look_file), once its checkpoint has run: snakemake runs it first."""
+    checkpoints.design_look.get(look=look)
+    return verified_look_file(DESIGN, look, read_look_checkpoint(look - 1) if look > 1 else None)
 
 
 def look_metrics(wildcards):
@@ -340,17 +377,16 @@ def look_metrics(wildcards):
         raise ValueError(f"look {look}: the config's design has {len(DESIGN.looks) if DESIGN else 0} looks")
     opened = open_arms_of(read_look_checkpoint(look - 1)) if look > 1 else None
     specs = look_specs(GRID.values(), control_families(config["families"]), references(), top_seeds(), DESIGN.looks[look - 1], opened)
-    return [results(f"metrics/{spec.path}.parquet") for spec in specs]
+    return [metrics_path(config["results"], spec.path) for spec in specs]
 
 
 def previous_look(wildcards):
-    look = int(wildcards.look)
-    return [look_file(look - 1)] if look > 1 else []
+    """Every look file before look {look}, in order: the look verifies them as a chain."""
+    return [look_file(look) for look in range(1, int(wildcards.look))]
 
 
-def previous_flag(wildcards):
-    look = int(wildcards.look)
-    return f"--previous {shlex.quote(look_file(look - 1))}" if look > 1 else ""
+def reset_flag():
+    return "--design-reset" if config.get("design_reset", False) else ""
 
 
 def looks_reached():
@@ -380,7 +416,7 @@ def tables_grid():
 def write_grid_record(look_files, path, log):
     """The record of the runs the tables read: the fixed grid's document (built and checked at parse time), or that of
     the runs the look files trained. write_grid refuses a document that is not the one the record's name asks for."""
-    document = GRID_DOCUMENT if DESIGN is None else grid_document(trained_by([read_look(look, DESIGN) for look in look_files]))
+    document = GRID_DOCUMENT if DESIGN is None else grid_document(trained_by([json.loads(Path(look).read_text()) for look in look_files]))
     write_grid(document, path)
     Path(log).write_text(f"{path}: the record of {len(document['runs'])} runs\n")
 

@@ -1,6 +1,8 @@
 checkpoint design_look:
     # a sequential design's look k (planning/looks.py): it reads the open arms' runs at the look's layout, and its
-    # file says what look k + 1 trains; the input functions of the next look and of the tables read it
+    # file says what look k + 1 trains; the input functions of the next look and of the tables read it, verified.
+    # Look 1 also records the design in the results folder (looks.DESIGN_RECORD), outside its declared output, which
+    # snakemake would delete before the job: the record must outlive its look files
     input:
         metrics=look_metrics,
         previous=previous_look,
@@ -18,7 +20,8 @@ checkpoint design_look:
     params:
         design=design_flag(),
         control_of=control_pairs(),
-        previous=previous_flag,
+        reset=reset_flag(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.sequential --look {wildcards.look} --design {params.design} "
-        "--control-of={params.control_of:q} --metrics {input.metrics:q} {params.previous} --out {output:q} > {log:q} 2>&1"
+        "--control-of={params.control_of:q} --metrics {input.metrics:q} --previous {input.previous:q} {params.reset} "
+        "--out {output:q} > {log:q} 2>&1"

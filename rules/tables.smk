@@ -15,7 +15,7 @@ rule extract_metrics:
         # the run's files are checked by extraction itself: hashed against metadata.json's outputs_sha256
         chunk=run_chunk,
     output:
-        results(f"metrics/{RUN}.parquet"),
+        results(METRICS_TEMPLATE.format(run=RUN)),
     log:
         results(f"logs/extract_metrics/{RUN}.log"),
     benchmark:

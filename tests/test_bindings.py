@@ -164,3 +164,30 @@ def test_a_run_read_as_another_reference_block_is_refused():
         check_inputs([read_as_block_2], current, "results")
     with pytest.raises(BindingError, match=r"main/ref3/raw_mean_0/seed0 \(reference, train_scores, val_scores\)"):
         check_inputs([{**run_of_block_1, "run": "main/ref3/raw_mean_0/seed0", "reference": 3}], current, "results")
+
+
+def test_a_block_artifact_swapped_under_its_runs_is_named_before_any_run():
+    """Blocks 1 and 2 with two seeds each; their val_scores swapped on disk: the files changed, not the four runs."""
+    grid = grid_document(expand_grid({name: {**spec, "seeds": 2} for name, spec in FAMILIES.items()}, references=[1, 2]))
+    current = {name: CURRENT[name] for name in ("train_records", "val_records", "test_records")}
+    for block in (1, 2):
+        current |= {
+            f"ref{block}/{name}": f"sha-{name}-{block}" for name in ("train_scores", "val_scores", "reference_mean", "reference_sum")
+        }
+    records = []
+    for run, entry in grid["runs"].items():
+        block, mode = entry["reference"], entry["mode"]
+        own = {
+            "train_scores": f"sha-train_scores-{block}",
+            "val_scores": f"sha-val_scores-{block}",
+            "reference": f"sha-reference_{mode}-{block}",
+        }
+        records.append({**entry, "run": run, "inputs_sha256": {**current, **own}})
+    check_inputs(records, current, "results")
+    swapped = {**current, "ref1/val_scores": current["ref2/val_scores"], "ref2/val_scores": current["ref1/val_scores"]}
+    with pytest.raises(BindingError) as refused:
+        check_inputs(records, swapped, "results")
+    message = str(refused.value)
+    assert message.startswith("ref1/val_scores hashes sha-val_scor, but all ")
+    assert "(that is ref2/val_scores's now: swapped?)" in message and "The artifact changed, not the runs" in message
+    assert "rm -r results/runs/*/ref1 results/runs/*/ref2" in message and "seed0" not in message

@@ -3,17 +3,30 @@ predecessor left open, the tables read the runs trained and the verdict states t
 
 At 10 steps no run takes the latent up, so every arm reads 0 of n and the decisions follow from n alone: 0 of n
 against 0 of n is "equivalent" once Newcombe's interval at the look's level fits inside +-0.3, which at 9 runs per
-arm and Pocock's 0.031 it does (+-0.279), and at 2 runs it does not.
+arm and Pocock's 0.031 it does (+-0.279), and at 4 or 8 runs at a third of it it does not.
+
+The look files are checked against what they claim (a resealed edit, another experiment's file, a deleted look or
+design folder, a forced look), the design is fixed by the first look, and a second run on the results folder is
+refused while the first holds it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
 
 import pandas as pd
 import pytest
 import yaml
-from test_workflow import snakemake
+from test_workflow import ROOT, SNAKEMAKE, snakemake
+
+from core.disentanglement.artifacts import sha256_json
 
 SETTINGS = {"steps": 10, "eval_every": 5, "eval_prompts_per_code": 2}
 TINY = {
@@ -28,7 +41,7 @@ TINY = {
 }
 
 
-def design_config(folder, looks, spending, seeds_per_job, removed=()):
+def design_config(folder, looks, spending, seeds_per_job, removed=(), maximum=None):
     """A tiny config of one reference block whose looks have `looks` seeds each; returns its path."""
     config = {
         **TINY,
@@ -39,7 +52,7 @@ def design_config(folder, looks, spending, seeds_per_job, removed=()):
             "kind": "sequential",
             "looks": [{"references": 1, "seeds": s} for s in looks],
             "alpha_spending": spending,
-            "max_runs_per_arm": looks[-1],
+            "max_runs_per_arm": maximum or looks[-1],
         },
     }
     path = folder / "config.yaml"
@@ -56,13 +69,49 @@ def trained_runs(results):
     return sorted(str(path.parent.relative_to(results / "runs")) for path in (results / "runs").rglob("metadata.json"))
 
 
+LOOKS, SPENDING, PER_JOB = [4, 8], "pocock", 4
+
+
 @pytest.fixture(scope="module")
 def two_looks(tmp_path_factory):
-    """Mean, sum and scale; looks at 2 and 4 seeds: nothing is decided at look 1, so look 2 trains every arm."""
+    """Mean, sum and scale; Pocock looks at 4 and 8 seeds: nothing is decided at look 1, so look 2 trains every arm.
+    (At 2 seeds, as before, Boschloo's smallest p, 0.125, could not reach any look's alpha: refused at parse time.)"""
     folder = tmp_path_factory.mktemp("two_looks")
-    config, run = run_design(folder, [2, 4], "obrien-fleming", 2)
+    config, run = run_design(folder, LOOKS, SPENDING, PER_JOB)
     assert run.returncode == 0, run.stderr[-4000:]
     return config, folder / "results"
+
+
+@pytest.fixture
+def copied(two_looks, tmp_path):
+    """A copy of the finished design's results and its config, to change without touching the module's."""
+    config, results = two_looks
+    shutil.copytree(results, tmp_path / "results")
+    return config, tmp_path / "results"
+
+
+def rerun(config, results, *args):
+    return snakemake("--cores", "2", "--configfile", str(config), "--config", f"results={results}", *args, timeout=600)
+
+
+def lines(run):
+    return run.stdout + run.stderr
+
+
+def look(results, k):
+    return json.loads((results / "design" / f"look{k}.json").read_text())
+
+
+def reseal(path, change):
+    document = json.loads(path.read_text())
+    document.pop("sha256")
+    change(document)
+    path.write_text(json.dumps({**document, "sha256": sha256_json(document)}))
+
+
+def without_time(document):
+    """A look's content apart from when it was computed (and the seals that the time enters)."""
+    return {key: value for key, value in document.items() if key not in ("computed_at", "sha256", "previous_sha256")}
 
 
 def test_each_look_reads_the_runs_its_predecessor_left_open_and_the_tables_read_them_all(two_looks):
@@ -73,21 +122,24 @@ def test_each_look_reads_the_runs_its_predecessor_left_open_and_the_tables_read_
         ["sum-mean", "scale-mean", "sum-scale"], "continue"
     )
     assert sorted(group["train_next"]) == ["mean", "scale", "sum"]
-    assert len(first["runs_read"]) == 3 * 2 and len(second["runs_read"]) == 3 * 4
+    assert len(first["runs_read"]) == 3 * 4 and len(second["runs_read"]) == 3 * 8
     assert second["previous_sha256"] == first["sha256"]
     assert {d["decision"] for d in second["groups"][0]["decisions"].values()} == {"undecided"}
     assert trained_runs(results) == sorted(second["runs_read"])
     runs = pd.read_parquet(results / "tables" / "runs.parquet")
-    assert len(runs) == 12
+    assert len(runs) == 24
     verdict = (results / "tables" / "verdict.md").read_text()
-    assert "## Sequential design" in verdict and "2 of 2 looks done, obrien-fleming alpha spending" in verdict
-    assert "undecided at 4 runs per arm" in verdict
+    assert "## Sequential design" in verdict and "2 of 2 looks done, pocock alpha spending" in verdict
+    assert "undecided at 8 runs per arm" in verdict
+    assert "at most 0.05 (union bound)" in verdict and "not simultaneously" in verdict
+    assert "An earlier design was read first" not in verdict
+    assert json.loads((results / "design.json").read_text())["designs"][0]["design"] == first["design"]
     assert "The sequential design above set the runs; its decisions stand." in verdict
     assert "--config seeds=" not in verdict
 
 
-def test_a_rerun_has_nothing_to_do_and_a_look_edited_by_hand_is_refused(two_looks):
-    config, results = two_looks
+def test_a_rerun_has_nothing_to_do_and_a_look_edited_by_hand_is_refused(copied):
+    config, results = copied
     rerun = snakemake("-n", "--configfile", str(config), "--config", f"results={results}")
     assert rerun.returncode == 0 and "Nothing to be done" in rerun.stdout + rerun.stderr, rerun.stdout[-2000:]
     look = results / "design" / "look1.json"
@@ -112,3 +164,161 @@ def test_a_look_that_decides_every_contrast_ends_the_design(tmp_path):
     assert len(trained_runs(results)) == 18 and all(run.endswith(tuple(f"seed{s}" for s in range(9))) for run in trained_runs(results))
     assert len(pd.read_parquet(results / "tables" / "runs.parquet")) == 18
     assert "1 of 2 looks done, pocock alpha spending" in (results / "tables" / "verdict.md").read_text()
+
+
+def test_a_resealed_look_that_does_not_follow_from_its_runs_is_refused(copied):
+    """The case the issue tried: sum - mean 'raises' with a made-up p and interval, nothing left to train, resealed."""
+    config, results = copied
+
+    def forge(document):
+        decision = document["groups"][0]["decisions"]["sum-mean"]
+        decision.update(decision="raises", p=0.0001, ci_low=0.5, ci_high=1.0)
+        document["groups"][0]["train_next"] = []
+
+    reseal(results / "design" / "look1.json", forge)
+    refused = rerun(config, results, "-n")
+    assert refused.returncode != 0
+    assert "look1.json: discrete raw alpha=0 sum-mean: decision 'raises' in the file, 'continue' from its runs" in lines(refused)
+
+
+def test_a_look_file_of_another_experiment_is_refused(copied):
+    """Another experiment's look 1 under the same design names the same run paths, but its metrics are other files:
+    here their sha256, as another data seed's runs would hash."""
+    config, results = copied
+    reseal(results / "design" / "look1.json", lambda d: d["runs_read"].update({run: "0" * 64 for run in d["runs_read"]}))
+    refused = rerun(config, results, "-n")
+    assert refused.returncode != 0
+    assert "but the look read 000000000000: the look was made from other runs" in lines(refused)
+
+
+@pytest.mark.parametrize("deleted", ["design/look1.json", "design"])
+def test_a_deleted_look_is_recomputed_with_the_looks_after_it_and_the_tables(copied, deleted):
+    config, results = copied
+    before = [look(results, k) for k in (1, 2)]
+    verdict_time = (results / "tables" / "verdict.md").stat().st_mtime_ns
+    shutil.rmtree(results / deleted) if deleted == "design" else (results / deleted).unlink()
+    run = rerun(config, results)
+    assert run.returncode == 0, lines(run)[-3000:]
+    after = [look(results, k) for k in (1, 2)]
+    assert [without_time(d) for d in after] == [without_time(d) for d in before]
+    assert all(a["computed_at"] != b["computed_at"] for a, b in zip(after, before, strict=True))  # both recomputed
+    assert after[1]["previous_sha256"] == after[0]["sha256"]
+    assert (results / "tables" / "verdict.md").stat().st_mtime_ns > verdict_time
+    assert "Nothing to be done" in lines(rerun(config, results, "-n"))
+
+
+def test_a_forced_look_rebuilds_the_tables(copied):
+    config, results = copied
+    verdict_time = (results / "tables" / "verdict.md").stat().st_mtime_ns
+    run = rerun(config, results, "--forcerun", "design_look")
+    assert run.returncode == 0, lines(run)[-3000:]
+    assert (results / "tables" / "verdict.md").stat().st_mtime_ns > verdict_time
+    assert "Nothing to be done" in lines(rerun(config, results, "-n"))
+
+
+def test_a_design_is_fixed_by_its_first_look_even_after_its_look_files_go(copied, tmp_path):
+    config, results = copied
+    changed = design_config(tmp_path, LOOKS, SPENDING, PER_JOB, maximum=9)  # the same looks, another max_runs_per_arm
+    shutil.rmtree(results / "design")
+    refused = rerun(changed, results, "-n")
+    assert refused.returncode != 0
+    assert "design.json: this results folder's looks were read under pocock spending, looks 1x4, 1x8, at most 8" in lines(refused)
+    assert "design_reset=True" in lines(refused)
+    reset = rerun(changed, results, "design_reset=True")
+    assert reset.returncode == 0, lines(reset)[-3000:]
+    verdict = (results / "tables" / "verdict.md").read_text()
+    assert "An earlier design was read first**: pocock spending, looks 1x4, 1x8, at most 8 runs per arm" in verdict
+    assert [entry["design"]["max_runs_per_arm"] for entry in json.loads((results / "design.json").read_text())["designs"]] == [8, 9]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("references=[0,1]", "references: ['0', '1'] holds text ('0'), not whole numbers: snakemake's --config reads"),
+        ("seeds=[0,1]", "seeds: ['0', '1'] holds text ('0')"),
+        ("design_reset=true", "design_reset: 'true' is text; write design_reset=True"),
+    ],
+)
+def test_a_bad_list_from_the_command_line_is_refused_in_one_line(two_looks, override, message):
+    config, results = two_looks
+    refused = snakemake("-n", "--configfile", str(config), "--config", f"results={results}", override)
+    assert refused.returncode != 0 and message in lines(refused)
+    assert "is not valid under any of the given schemas" not in lines(refused)  # no schema dump
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("references", [0, 0], "references: [0, 0] repeats 0; each z-free seed may appear once"),
+        ("references", [-1, 2], "references: -1 in [-1, 2] is outside 0..1000"),
+        ("references", [5000], "references: 5000 in [5000] is outside 0..1000"),
+        ("seeds", [3, 3, 4], "seeds: [3, 3, 4] repeats 3; each seed may appear once"),
+        ("seeds", 0, "seeds: 0 is not a count from 1 to 1048576"),
+    ],
+)
+def test_a_bad_list_in_a_config_file_is_refused_in_one_line(tmp_path, key, value, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({key: value}))
+    refused = snakemake("-n", "--configfile", str(path), "--config", f"results={tmp_path / 'results'}")
+    assert refused.returncode != 0 and message in lines(refused)
+    assert "is not valid under any of the given schemas" not in lines(refused)
+
+
+def test_a_look_that_can_decide_nothing_is_refused_before_any_job(tmp_path):
+    path = design_config(tmp_path, [2, 1000], "obrien-fleming", 1)
+    refused = snakemake("-n", "--configfile", str(path), "--config", f"results={tmp_path / 'results'}")
+    assert refused.returncode != 0
+    assert "design.looks[0]: look 1 spends alpha" in lines(refused) and "it would train its runs and decide nothing" in lines(refused)
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_results_folder_another_live_run_holds_is_refused(two_looks, tmp_path):
+    """The lock lies in the results folder, so it holds across working directories and --nolock."""
+    config, results = two_looks
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock = {"pid": holder.pid, "host": socket.gethostname(), "started": "2026-12-03T00:00:00+00:00"}
+        (results / ".snakemake-run.lock").write_text(json.dumps(lock))
+        refused = snakemake("-n", "--nolock", "--configfile", str(config), "--config", f"results={results}")
+        assert refused.returncode != 0
+        assert f"is in use by another snakemake run (pid {holder.pid} on {socket.gethostname()}" in lines(refused)
+    finally:
+        holder.kill()
+        holder.wait()
+    freed = snakemake("-n", "--configfile", str(config), "--config", f"results={results}")  # its process is gone
+    assert freed.returncode == 0 and "Nothing to be done" in lines(freed), lines(freed)[-2000:]
+    (results / ".snakemake-run.lock").unlink()
+
+
+def test_a_finished_run_leaves_no_lock(two_looks):
+    _, results = two_looks
+    assert not (results / ".snakemake-run.lock").exists()
+
+
+@pytest.mark.slow
+def test_a_design_killed_during_its_second_look_s_training_ends_as_an_uninterrupted_one(two_looks, tmp_path):
+    """SIGKILL to snakemake and its jobs once look 2's first training job has started; then --unlock and a rerun with
+    --rerun-incomplete. The look files (apart from when they were computed) and the runs table are the uninterrupted
+    design's."""
+    _, reference = two_looks
+    config = design_config(tmp_path, LOOKS, SPENDING, PER_JOB)
+    results = tmp_path / "results"
+    arguments = ["--cores", "2", "--configfile", str(config), "--config", f"results={results}"]
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
+    first = subprocess.Popen(
+        [*SNAKEMAKE, *arguments], cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 600
+    while not list((results / "logs" / "train_run").rglob("seeds4-7.log")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert (results / "design" / "look1.json").exists() and not (results / "design" / "look2.json").exists()
+    assert snakemake("--unlock", *arguments).returncode == 0
+    run = snakemake(*arguments, "--rerun-incomplete", timeout=900)
+    assert run.returncode == 0, lines(run)[-3000:]
+    # the runs' metrics files name their own results folder, so their sha256 differ between the two folders
+    same = [{**without_time(look(results, k)), "runs_read": sorted(look(results, k)["runs_read"])} for k in (1, 2)]
+    assert same == [{**without_time(look(reference, k)), "runs_read": sorted(look(reference, k)["runs_read"])} for k in (1, 2)]
+    runs, uninterrupted = (pd.read_parquet(folder / "tables" / "runs.parquet") for folder in (results, reference))
+    pd.testing.assert_frame_equal(runs, uninterrupted)

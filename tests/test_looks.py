@@ -6,16 +6,22 @@ import json
 
 import pytest
 
+from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.planning.design import DesignError, parse_design
 from experiments.synthetic_sequences.planning.grid import expand_grid
 from experiments.synthetic_sequences.planning.looks import (
+    DESIGN_RECORD,
     arm_of,
+    check_design_fixed,
     check_design_grid,
+    check_look_runs,
     look_document,
     look_specs,
     read_look,
+    record_design,
     trained_specs,
 )
+from experiments.synthetic_sequences.run_layout import metrics_path
 
 SETTINGS = {"steps": 10}
 FAMILIES = {
@@ -60,8 +66,9 @@ def test_the_first_look_reads_every_arm_at_its_layout_and_a_later_one_the_open_a
     assert {(spec.reference, spec.seed) for spec in second} == {(r, s) for r in REFERENCES for s in SEEDS}
 
 
-def sealed(look, groups, previous=None, of=None):
-    return look_document(look, of or design(), groups, {"main/ref0/raw_mean_0/seed0": "ab" * 32}, previous)
+def sealed(look, groups, previous=None, of=None, runs_read=None):
+    runs_read = runs_read or {"main/ref0/raw_mean_0/seed0": "ab" * 32}
+    return look_document(look, of or design(), groups, runs_read, previous, [])
 
 
 def group(train_next):
@@ -111,3 +118,50 @@ def test_a_grid_the_design_cannot_train_into_is_refused(references, seeds, famil
     with pytest.raises(DesignError, match=message):
         check_design_grid(design(), references, seeds, families, per_job)
     check_design_grid(design(), REFERENCES, SEEDS, FAMILIES, 1)
+
+
+def test_a_look_is_checked_against_the_look_before_and_the_runs_it_read(tmp_path):
+    """The results folder of a look file is its grandparent; its runs' metrics files lie under metrics/."""
+    run = "main/ref0/raw_mean_0/seed0"
+    metrics = tmp_path / metrics_path(".", run)
+    metrics.parent.mkdir(parents=True)
+    metrics.write_bytes(b"the metrics")
+    path = tmp_path / "design" / "look2.json"
+    first = sealed(1, [group(["sum"])], runs_read={run: sha256_file(metrics)})
+    second = sealed(2, [group([])], previous=first, runs_read={run: sha256_file(metrics)})
+    check_look_runs(second, path, first, [run])
+    other_first = sealed(1, [group(["mean"])], runs_read={run: sha256_file(metrics)})
+    with pytest.raises(DesignError, match=r"look2.json: its previous_sha256 \(\w+\) is not the seal of look 1 .* it follows another look"):
+        check_look_runs(second, path, other_first, [run])
+    with pytest.raises(DesignError, match=r"look2.json: it did not read main/ref1/raw_mean_0/seed0, which the config assigns to it"):
+        check_look_runs(second, path, first, [run, "main/ref1/raw_mean_0/seed0"])
+    with pytest.raises(DesignError, match=r"look2.json: it read main/ref0/raw_mean_0/seed0, which the config does not assign to it"):
+        check_look_runs(second, path, first, [])
+    metrics.write_bytes(b"another experiment's metrics")
+    with pytest.raises(DesignError, match=r"seed0.parquet hashes \w+, but the look read \w+: the look was made from other runs"):
+        check_look_runs(second, path, first, [run])
+    metrics.unlink()  # a metrics file extraction will write again is passed over here; its reader checks it whole
+    check_look_runs(second, path, first, [run])
+
+
+def test_a_look_file_under_another_look_s_name_is_refused(tmp_path):
+    path = tmp_path / "design" / "look2.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(sealed(1, [group([])])))
+    with pytest.raises(DesignError, match="look2.json: holds look 1, not the look its name says"):
+        read_look(path, design())
+
+
+def test_the_first_look_fixes_the_design_and_a_reset_is_recorded(tmp_path):
+    assert record_design(tmp_path, design(), reset=False) == []
+    assert record_design(tmp_path, design(), reset=False) == []  # the same design, read again: nothing changes
+    check_design_fixed(tmp_path, design(), reset=False)
+    (tmp_path / "design").mkdir()  # the look files, even all of them, can go: the record stays beside them
+    with pytest.raises(DesignError, match=r"design.json: this results folder's looks were read under obrien-fleming .* design_reset=True"):
+        check_design_fixed(tmp_path, design(maximum=8), reset=False)
+    earlier = record_design(tmp_path, design(maximum=8), reset=True)
+    assert [entry["design"]["max_runs_per_arm"] for entry in earlier] == [6]
+    assert [entry["design"]["max_runs_per_arm"] for entry in json.loads((tmp_path / DESIGN_RECORD).read_text())["designs"]] == [6, 8]
+    check_design_fixed(tmp_path, design(maximum=8), reset=False)  # the new design is now the folder's
+    (tmp_path / DESIGN_RECORD).unlink()  # deleting the record by name lets any design start over
+    check_design_fixed(tmp_path, design(), reset=False)

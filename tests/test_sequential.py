@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 from scipy import stats
+from statsmodels.stats.proportion import confint_proportions_2indep
 
-from experiments.synthetic_sequences.analysis.sequential import arms_to_train, look_decisions, naive_decisions
+from experiments.synthetic_sequences.analysis import inference
+from experiments.synthetic_sequences.analysis.sequential import arms_to_train, check_decidable, look_decisions, naive_decisions
 from experiments.synthetic_sequences.planning.design import DesignError, parse_design
 
 
@@ -54,26 +57,34 @@ def test_equivalence_needs_the_interval_at_the_spent_level_inside_the_margin():
     # 0 of n against 0 of n: Newcombe's interval is +-z^2 / (n + z^2), z the 1 - alpha_k normal quantile
     design = sequential([(1, 10), (1, 40)], 40)
     first = look_decisions({"sum": {0: (0, 10)}, "mean": {0: (0, 10)}}, {}, design, 1)
-    z = stats.norm.isf(first["sum-mean"].alpha)
+    z = stats.norm.isf(first["sum-mean"].level)
+    assert first["sum-mean"].level == first["sum-mean"].alpha  # one planned contrast: all of the look's alpha
     assert first["sum-mean"].ci_high == pytest.approx(z**2 / (10 + z**2), rel=1e-6)
     assert z**2 / (10 + z**2) > 0.3 and first["sum-mean"].decision == "continue"
     second = look_decisions({"sum": {0: (0, 40)}, "mean": {0: (0, 40)}}, first, design, 2)
-    z = stats.norm.isf(second["sum-mean"].alpha)
+    z = stats.norm.isf(second["sum-mean"].level)
     assert second["sum-mean"].ci_high == pytest.approx(z**2 / (40 + z**2), rel=1e-6)
     assert second["sum-mean"].decision == "equivalent"
 
 
-def test_holm_spans_the_open_contrasts_and_a_decided_one_stays_decided():
+def test_each_planned_contrast_gets_its_share_of_the_look_whatever_is_open_and_a_decided_one_stays_decided():
     design = sequential([(1, 10), (1, 20)], 20)
     arms = {"sum": {0: (10, 10)}, "mean": {0: (0, 10)}, "scale": {0: (5, 10)}}
     first = look_decisions(arms, {}, design, 1)
     assert list(first) == ["sum-mean", "scale-mean", "sum-scale"]
-    ordered = sorted(first.values(), key=lambda d: d.p)
-    assert ordered[0].p_adjusted == pytest.approx(min(1.0, 3 * ordered[0].p))
+    for decision in first.values():  # Bonferroni over the group's 3 planned contrasts, for either decision
+        assert decision.p_adjusted == pytest.approx(min(1.0, 3 * decision.p))
+        assert decision.level == pytest.approx(decision.alpha / 3)
+        k_a, k_b = {"sum-mean": (10, 0), "scale-mean": (5, 0), "sum-scale": (10, 5)}[decision.comparison]
+        # the decision interval is Newcombe's at level 1 - 2 alpha / m
+        expected = confint_proportions_2indep(k_a, 10, k_b, 10, method="newcomb", compare="diff", alpha=2 * decision.level)
+        assert (decision.ci_low, decision.ci_high) == pytest.approx(expected)
     assert first["sum-mean"].decision == "raises"
     later = {"sum": {0: (10, 20)}, "mean": {0: (10, 20)}, "scale": {0: (10, 20)}}
     second = look_decisions(later, first, design, 2)
     assert second["sum-mean"] == first["sum-mean"]
+    for name in ("scale-mean", "sum-scale"):  # the closed contrast still counts: m stays 3
+        assert second[name].level == pytest.approx(second[name].alpha / 3)
     assert arms_to_train(first) == ["scale", "mean", "sum"]
     assert "sum-mean" not in {name for name, d in second.items() if d.look == 2}
 
@@ -116,3 +127,40 @@ def test_the_fixed_design_has_no_looks():
     assert parse_design({"kind": "fixed"}) is None
     with pytest.raises(DesignError, match="design: looks are read only with kind: sequential"):
         parse_design({"kind": "fixed", "looks": []})
+
+
+def test_a_tie_at_the_level_rejects_in_the_verdict_and_the_looks_alike():
+    """1/100 at 0.01 is a tie, whatever float residue a product or a sum leaves on either side."""
+    assert 0.1 * 0.1 != 0.01 and inference.rejects(0.1 * 0.1, 0.01)  # 0.010000000000000002
+    assert inference.rejects(0.01, 0.1 * 0.1)
+    assert not inference.rejects(0.0100001, 0.01)
+    assert not inference.rejects(math.nan, 0.05)
+    # a look, and the naive rereading, decide a contrast whose adjusted p ties the level up to float residue
+    arms = {"sum": {0: (10, 10)}, "mean": {0: (0, 10)}}
+    p = inference.boschloo_p(10, 10, 0, 10)
+    just_below = p * (1 - 1e-15)
+    assert just_below < p
+    tied = SimpleNamespace(looks=(1, 2), increment=lambda look, alpha: just_below)
+    assert look_decisions(arms, {}, tied, 1)["sum-mean"].decision == "raises"
+    assert naive_decisions(arms, alpha=just_below) == {"sum-mean": "raises"}
+    assert (
+        look_decisions(arms, {}, SimpleNamespace(looks=(1, 2), increment=lambda look, alpha: p * 0.999), 1)["sum-mean"].decision
+        == "continue"
+    )
+
+
+@pytest.mark.parametrize(
+    ("looks", "maximum", "spending", "arms", "message"),
+    [
+        # O'Brien-Fleming at t = 0.002 spends ~1e-300: nothing can be decided
+        ([(1, 2), (1, 1000)], 1000, "obrien-fleming", ["mean", "sum"], r"look 1 spends alpha .* \(below 1e-06\)"),
+        # 1 block of 2 runs: Boschloo's smallest p is 0.125, above 0.0056 / 3
+        ([(1, 2), (1, 4)], 4, "obrien-fleming", ["mean", "sum", "scale"], r"smallest p its take-up test can give is 0.12"),
+        # 5 blocks of 1 run: the stratified test's smallest p is 2 / 2^5 = 0.0625
+        ([(5, 1), (5, 4)], 20, "pocock", ["mean", "sum"], r"at 5 reference\(s\) x 1 seed\(s\) the smallest p .* is 0.062"),
+    ],
+)
+def test_a_design_with_a_look_that_can_decide_nothing_is_refused_naming_the_look(looks, maximum, spending, arms, message):
+    with pytest.raises(DesignError, match=r"design.looks\[0\]: .*" + message):
+        check_decidable(sequential(looks, maximum, spending), [arms])
+    check_decidable(sequential([(5, 2), (5, 3), (5, 4)], 20), [["mean", "sum", "scale", "balance"]])  # config/sequential.yaml

@@ -129,3 +129,112 @@ def test_the_stratified_takeup_test_holds_its_size_when_references_differ():
     )
     assert size <= bound
     assert takeup_row(a, b)["test"] == "exact stratified by reference"
+
+
+@pytest.mark.parametrize(
+    "tables",
+    [
+        [(0, 2, 0, 2)] * 3,  # nothing took up
+        [(2, 2, 2, 2)] * 3,  # everything took up
+        [(0, 2, 0, 2), (2, 2, 2, 2)],  # blocks all-0 and all-1
+        [(0, 2, 0, 2)],  # one block
+    ],
+)
+def test_where_no_block_varies_cmh_and_breslow_day_say_nothing(tables):
+    """statsmodels' CMH divides by a zero variance here and returns p = 0, a number that reads as evidence."""
+    assert math.isnan(stratified.cmh_p(tables))
+    assert math.isnan(stratified.breslow_day_p(tables))
+    assert stratified.exact_stratified_p(tables) == 1.0
+
+
+def cmh_as_r_computes_it(tables):
+    """R's mantelhaen.test(correct = TRUE) for 2 x 2 x K, in plain Python: YATES = 0.5 only where |DELTA| >= 0.5."""
+    delta = sum(k_a - n_a * (k_a + k_b) / (n_a + n_b) for k_a, n_a, k_b, n_b in tables)
+    variance = sum(
+        n_a * n_b * (k_a + k_b) * (n_a + n_b - k_a - k_b) / ((n_a + n_b) ** 2 * (n_a + n_b - 1)) for k_a, n_a, k_b, n_b in tables
+    )
+    yates = 0.5 if abs(delta) >= 0.5 else 0.0
+    return stats.chi2.sf((abs(delta) - yates) ** 2 / variance, 1)
+
+
+@pytest.mark.parametrize(
+    "tables",
+    [
+        [(1, 2, 1, 2), (1, 2, 1, 2)],  # equal totals: DELTA = 0, R's p = 1, statsmodels' 0.665
+        [(1, 3, 1, 2), (2, 4, 1, 3)],  # 0 < |DELTA| < 0.5: R does not correct
+        TABLES,  # |DELTA| >= 0.5: the usual correction, as statsmodels has it
+    ],
+)
+def test_cmh_is_corrected_as_r_corrects_it(tables):
+    assert stratified.cmh_p(tables) == pytest.approx(cmh_as_r_computes_it(tables), rel=1e-9)
+    assert stratified.cmh_p([(1, 2, 1, 2), (1, 2, 1, 2)]) == 1.0
+
+
+def test_breslow_day_reads_the_blocks_that_vary():
+    """The default pilot's sum - scale: ref2 and ref4 are 2/2 against 2/2. Leaving them out, R's BreslowDayTest gives
+    p = 0.498 on 2 df (the issue's independent computation); with them statsmodels divides 0 by 0."""
+    counts = [(1, 2, 2, 2), (1, 2, 2, 2), (2, 2, 2, 2), (1, 2, 1, 2), (2, 2, 2, 2)]
+    assert stratified.breslow_day_p(counts) == pytest.approx(0.498, abs=5e-4)
+    assert stratified.breslow_day_p(counts) == stratified.breslow_day_p([counts[0], counts[1], counts[3]])
+    assert math.isnan(stratified.breslow_day_p([counts[0], counts[2], counts[4]]))  # one block varies
+
+
+def enumerated_power(blocks, seeds, p_a, p_b, alpha):
+    """Every outcome of every block, (k_a, k_b) each, with its binomial probability: the exact power."""
+    per_block = [
+        ((k_a, k_b), stats.binom.pmf(k_a, seeds, p_a) * stats.binom.pmf(k_b, seeds, p_b))
+        for k_a in range(seeds + 1)
+        for k_b in range(seeds + 1)
+    ]
+    power = 0.0
+    for outcome in itertools.product(per_block, repeat=blocks):
+        tables = [(k_a, seeds, k_b, seeds) for (k_a, k_b), _ in outcome]
+        if inference.rejects(stratified.exact_stratified_p(tables), alpha):
+            power += math.prod(probability for _, probability in outcome)
+    return power
+
+
+@pytest.mark.parametrize(("blocks", "seeds", "p_a", "p_b", "alpha"), [(3, 2, 0.8, 0.1, 0.05), (2, 3, 0.7, 0.1, 0.01)])
+def test_the_stratified_power_matches_an_enumeration_of_every_outcome(blocks, seeds, p_a, p_b, alpha):
+    simulated = stratified.exact_stratified_power(blocks, seeds, p_a, p_b, alpha)
+    se = math.sqrt(0.25 / stratified.POWER_DRAWS)
+    assert simulated == pytest.approx(enumerated_power(blocks, seeds, p_a, p_b, alpha), abs=4 * se)
+
+
+def test_seeds_needed_are_sized_by_the_stratified_test_the_verdict_runs():
+    """At 0.7 against 0.1 and alpha 0.01 (Holm's first step over 5 contrasts), 5 blocks: the stratified test's power is
+    0.724 at 5 x 3 and 0.904 at 5 x 4 (the issue's full enumeration). Boschloo's pooled power would say 15."""
+    assert stratified.exact_stratified_power(5, 3, 0.7, 0.1, 0.01) == pytest.approx(0.724, abs=0.02)
+    assert stratified.exact_stratified_power(5, 4, 0.7, 0.1, 0.01) == pytest.approx(0.904, abs=0.02)
+    assert inference.takeup_seeds_needed(0.7, 0.1, 0.3, 0.01, blocks=5) == 20
+    assert inference.takeup_seeds_needed(0.7, 0.1, 0.3, 0.01, blocks=1) == 15
+    assert inference.takeup_seeds_needed(0.1, 0.1, 0.3, 0.01, blocks=5) % 5 == 0  # equivalence, in whole blocks too
+
+
+def arm_of_blocks(counts):
+    """An arm's runs from (took up, runs) per block."""
+    rows = [(block, float(i < k)) for block, (k, n) in enumerate(counts) if n for i in range(n)]
+    return pd.DataFrame({"reference": [b for b, _ in rows], "took_up": [t for _, t in rows], "converged": 1.0})
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "references", "p", "cmh", "homogeneity"),
+    [
+        ([(0, 2), (0, 2)], [(0, 2), (0, 2)], 2, 1.0, "nan", "nan"),  # all 0
+        ([(2, 2), (2, 2)], [(2, 2), (2, 2)], 2, 1.0, "nan", "nan"),  # all 1
+        ([(3, 4)], [(1, 4)], 1, "finite", "finite", "nan"),  # one block: Boschloo, nothing to compare
+        ([(1, 1), (0, 1), (1, 1)], [(0, 1), (0, 1), (1, 1)], 3, 1.0, "finite", "nan"),  # one seed per block; one varies
+        ([(2, 2), (1, 2)], [(0, 2), (0, 0)], 1, "finite", "finite", "nan"),  # b has no runs in block 1
+    ],
+)
+def test_every_takeup_column_is_nan_or_a_documented_value_in_degenerate_cases(a, b, references, p, cmh, homogeneity):
+    row = takeup_row(arm_of_blocks(a), arm_of_blocks(b))
+    assert row["references"] == references
+    for column, expected in (("p", p), ("p_cmh", cmh), ("p_homogeneity", homogeneity)):
+        if expected == "nan":
+            assert math.isnan(row[column]), column
+        elif expected == "finite":
+            assert 0 < row[column] <= 1, column
+        else:
+            assert row[column] == expected, column
+    assert 0 < row["smallest_p"] <= 1 and row["ci_low"] <= row["estimate"] <= row["ci_high"]

@@ -219,3 +219,21 @@ def test_one_block_keeps_the_tests_of_a_pipeline_without_blocks():
     logrank = inference.logrank_p(total.onset_step, total.onset_observed, mean.onset_step, mean.onset_observed)
     assert contrasts.loc[("sum-mean", "onset_step", "all"), "p"] == pytest.approx(logrank, rel=1e-12)
     assert contrasts.loc[("sum-mean", "mutual_information", "all"), "interval"] == "paired t"
+
+
+def test_the_seeds_line_names_lines_that_no_search_resolves():
+    """The branches of the last line past MAX_SEEDS (a NameError on bda694d: no test had reached them)."""
+    from experiments.synthetic_sequences.analysis.verdict_text import DECISIVE_ENDPOINTS, seeds_line
+
+    table = runs(arm_runs("mean", 2, 10), arm_runs("sum", 7, 10))
+    endpoints = list(DECISIVE_ENDPOINTS)[:1] * 2
+    some = seeds_line(pd.DataFrame({"endpoint": endpoints, "seeds_needed": [30.0, float("inf")]}), table)
+    assert f"Some lines would need more than {inference.MAX_SEEDS}." in some and "--config seeds=30" in some
+    none = seeds_line(pd.DataFrame({"endpoint": endpoints, "seeds_needed": [float("inf")] * 2}), table)
+    assert none.startswith(f"No seed count up to {inference.MAX_SEEDS} per arm resolves")
+
+
+def test_a_take_up_line_sized_by_the_stratified_test_says_so():
+    table = runs(blocked_runs("mean", [1, 0, 0, 1, 0], 2), blocked_runs("sum", [2, 1, 1, 2, 1], 2))
+    text = verdict(table)["take-up"]["verdict"]
+    assert "80% power of the exact test stratified by reference, simulated over 4,000 pilots" in text, text

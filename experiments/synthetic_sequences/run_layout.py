@@ -42,6 +42,14 @@ REFERENCE_ARTIFACTS = {
     "scale": "reference/" + REFERENCE_TEMPLATE + "/{mode}.json",
 }
 
+METRICS_TEMPLATE = "metrics/{run}.parquet"  # under the results folder: a run's tidy metrics, as extraction writes them
+
+
+def metrics_path(results: str | Path, run: str) -> str:
+    """A run's metrics file, by its run path (RUN_TEMPLATE), under the results folder."""
+    return f"{results}/{METRICS_TEMPLATE.format(run=run)}"
+
+
 RUN_CONFIG = "run_config.json"
 METRICS_LOG = "metrics.jsonl"
 PARTIAL_METRICS_LOG = "metrics.partial.jsonl"

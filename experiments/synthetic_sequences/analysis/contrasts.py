@@ -11,8 +11,9 @@ pooled across blocks:
                         difference; Newcombe interval of the pooled runs (wider than a stratified one, as pooling
                         adds the blocks' spread); the exact p: Boschloo's with one block, the exact conditional test
                         stratified by block with several, Holm-adjusted over the (family, term, alpha)'s planned
-                        contrasts; beside it the CMH p and Breslow-Day's homogeneity p; seeds per arm needed at the
-                        observed rates, at alpha / the planned contrasts
+                        contrasts; beside it the CMH p and Breslow-Day's homogeneity p over the blocks that vary (nan
+                        where fewer vary than the test needs); runs per arm needed at the observed rates, at alpha /
+                        the planned contrasts, in whole blocks and sized by the test run (inference.takeup_seeds_needed)
   onset_step            difference of the Kaplan-Meier median onsets (nan where one is not reached); log-rank p,
                         stratified by block
   continuous metrics    paired by (block, seed), among all pairs (subset `all`) and, for I(x;z), strategy information and
@@ -112,16 +113,20 @@ def takeup_p(tables: list[tuple[int, int, int, int]]) -> tuple[float, str]:
     return stratified.exact_stratified_p(tables), "exact stratified by reference"
 
 
+def smallest_takeup_p(sizes: list[tuple[int, int]]) -> float:
+    """The smallest p takeup_p can give at these (n_a, n_b) per block: every run of a takes up, none of b."""
+    if len(sizes) == 1:
+        return inference.smallest_boschloo_p(*sizes[0])
+    return stratified.smallest_exact_stratified_p(sizes)
+
+
 def takeup_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """took_up of arm a against arm b (all their runs, unpaired within each block)."""
     n_a, n_b, k_a, k_b = len(a), len(b), int(a[PRIMARY].sum()), int(b[PRIMARY].sum())
     low, high = inference.newcombe(k_a, n_a, k_b, n_b)
     tables = contrast_tables(arm_counts(a), arm_counts(b))
     p, test = takeup_p(tables)
-    if len(tables) == 1:
-        smallest = inference.smallest_boschloo_p(n_a, n_b)
-    else:
-        smallest = stratified.smallest_exact_stratified_p([(t[1], t[3]) for t in tables])
+    smallest = smallest_takeup_p([(t[1], t[3]) for t in tables])
     return {
         "metric": PRIMARY,
         "subset": "all",
@@ -230,7 +235,8 @@ def adjust_for_multiplicity(table: pd.DataFrame) -> pd.DataFrame:
         table.loc[index, "p_adjusted"] = inference.adjust(table.loc[index, "p"], "holm")
         for i in index:  # at the level Holm holds the smallest of the planned contrasts' p values to
             rates = [table.at[i, "estimate"] + table.at[i, "rate_b"], table.at[i, "rate_b"]]
-            table.at[i, "seeds_needed"] = inference.takeup_seeds_needed(*rates, MARGINS[PRIMARY], inference.ALPHA / len(index))
+            blocks = int(table.at[i, "references"])
+            table.at[i, "seeds_needed"] = inference.takeup_seeds_needed(*rates, MARGINS[PRIMARY], inference.ALPHA / len(index), blocks)
     for _, index in table[~primary].groupby(["family", "term", "alpha", "comparison", "subset"]).groups.items():
         table.loc[index, "p_adjusted"] = inference.adjust(table.loc[index, "p"], "fdr_bh")
     return table

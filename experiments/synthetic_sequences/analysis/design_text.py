@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import COMPARISON_NAMES
+from experiments.synthetic_sequences.analysis.contrasts import COMPARISON_NAMES, MARGINS, PRIMARY
 from experiments.synthetic_sequences.analysis.inference import ALPHA
 from experiments.synthetic_sequences.planning.design import OPEN, UNDECIDED
-from experiments.synthetic_sequences.planning.looks import design_from_record
+from experiments.synthetic_sequences.planning.looks import describe_design, design_from_record
 
 
 def plural(count: int, word: str) -> str:
@@ -37,13 +37,23 @@ def design_section(documents: Sequence[Mapping]) -> list[str]:
         "## Sequential design",
         "",
         f"{len(documents)} of {len(design.looks)} looks done, {design.alpha_spending} alpha spending over at most "
-        f"{design.max_runs_per_arm} runs per arm, Holm at each look's alpha over the contrasts still open: {done}. "
-        "Take-up steered the design; an arm trained on while a contrast it belongs to was open. The interval beside "
-        "a decision is Newcombe's at level 1 - 2 alpha of its look, so valid under the design (by the union bound over "
-        "the looks); every other interval and p value below is that of a fixed design of the runs trained (naive "
-        "under the design), and the secondary endpoints did not steer it.",
+        f"{design.max_runs_per_arm} runs per arm: {done}. Each look's alpha is shared evenly among a group's m planned "
+        "contrasts, and a contrast is decided at its share, alpha / m, whichever way: raises or lowers where its "
+        "take-up p is at most alpha / m, equivalent where Newcombe's interval at level 1 - 2 alpha / m lies inside "
+        f"+-{MARGINS[PRIMARY]:g}. So the chance of any false decision of either kind, over every contrast and look, is "
+        f"at most {ALPHA:g} (union bound). Take-up steered the design; an arm trained on while a contrast it belongs to "
+        "was open. The interval beside a decision is that 1 - 2 alpha / m interval: it covers per contrast and per "
+        "look, not simultaneously. Every other interval and p value below is that of a fixed design of the runs "
+        "trained (naive under the design), and the secondary endpoints did not steer it.",
         "",
     ]
+    for earlier in documents[0].get("earlier_designs", []):
+        lines += [
+            f"**An earlier design was read first**: {describe_design(earlier['design'])}, from {earlier['first_look_at']}, "
+            "then reset (design_reset). Its looks saw these runs too: a design changed after its data were read no "
+            "longer holds the error bound above.",
+            "",
+        ]
     rows = []
     for group in documents[-1]["groups"]:
         for name in (name for name in COMPARISON_NAMES if name in group["decisions"]):  # the file's keys are sorted
@@ -58,8 +68,9 @@ def design_section(documents: Sequence[Mapping]) -> list[str]:
                     "estimate": decision["estimate"],
                     "interval": f"[{decision['ci_low']:+.3f}, {decision['ci_high']:+.3f}]",
                     "p": decision["p"],
-                    "p (Holm, open contrasts)": decision["p_adjusted"],
+                    "p (Bonferroni, m planned)": decision["p_adjusted"],
                     "alpha of the look": decision["alpha"],
+                    "alpha / m": decision["level"],
                 }
             )
     lines += [pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g"), ""]

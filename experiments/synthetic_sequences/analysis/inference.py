@@ -2,8 +2,8 @@
 
 Every test is scipy's or statsmodels'; this module only fixes the choices and the edge cases:
   take-up (k of n runs)    Clopper-Pearson per arm; difference of proportions with Newcombe's interval and
-                           Boschloo's exact p; seeds needed from the exact test's power at the observed rates (at
-                           alpha / the planned contrasts, the level Holm holds the smallest p to)
+                           Boschloo's exact p; runs needed from the power of the test the verdict runs at the observed
+                           rates (at alpha / the planned contrasts, the level Holm holds the smallest p to)
   onset (censored steps)   Kaplan-Meier per arm (median and its interval where reached), log-rank p (stratified
                            by reference block where there are several)
   continuous, by seed      paired t interval; exact paired sign-flip p (all 2^n sign patterns up to n = 16,
@@ -17,6 +17,7 @@ callers, and scipy.stats alone would add half a second to each.
 from __future__ import annotations
 
 import gc
+import logging
 import math
 import warnings
 from functools import cache
@@ -28,7 +29,14 @@ POWER = 0.8
 EXACT_SIGN_FLIPS = 16  # up to 2^16 patterns enumerated; beyond, SIGN_FLIP_DRAWS random ones
 SIGN_FLIP_DRAWS = 4_999  # a Monte Carlo p resolves to 1 / (draws + 1) = 2e-4; its error near 0.05 is 0.003
 MAX_SEEDS = 100  # seeds-needed searches stop here ("more than 100")
+DECISION_DIGITS = 10  # p values and levels are compared rounded to 10 decimals (rejects)
 NAN = math.nan
+
+
+def rejects(p: float, level: float) -> bool:
+    """The tie policy of every decision (the verdict's and the looks'): p <= level, both rounded to DECISION_DIGITS
+    decimals, so an exact tie such as 1/100 at 0.01 rejects whatever float residue either side carries; nan does not."""
+    return bool(np.isfinite(p)) and round(float(p), DECISION_DIGITS) <= round(float(level), DECISION_DIGITS)
 
 
 # --- take-up: proportions -------------------------------------------------------------------------------------------
@@ -61,7 +69,15 @@ def boschloo_p(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
         return NAN
     if k_a + k_b in (0, n_a + n_b):
         return 1.0
-    return float(stats.boschloo_exact([[k_a, k_b], [n_a - k_a, n_b - k_b]], alternative="two-sided").pvalue)
+    root = logging.getLogger()
+    placeholder = None if root.handlers else logging.NullHandler()
+    if placeholder:  # boschloo_exact's optimiser logs through the root logger, whose first use would install a stderr
+        root.addHandler(placeholder)  # handler (logging.basicConfig) prefixing every later line of the process: snakemake's
+    try:
+        return float(stats.boschloo_exact([[k_a, k_b], [n_a - k_a, n_b - k_b]], alternative="two-sided").pvalue)
+    finally:
+        if placeholder:
+            root.removeHandler(placeholder)
 
 
 def smallest_boschloo_p(n_a: int, n_b: int) -> float:
@@ -81,7 +97,7 @@ def boschloo_rejections(n: int, alpha: float = ALPHA) -> frozenset[tuple[int, in
         low, high = k_b + 1, n + 1  # the first rejected k_a lies in [low, high]; high means none
         while low < high:
             middle = (low + high) // 2
-            if boschloo_p(middle, n, k_b, n) < alpha:
+            if rejects(boschloo_p(middle, n, k_b, n), alpha):
                 high = middle
             else:
                 low = middle + 1
@@ -102,13 +118,21 @@ def newcombe_fits(n: int, p_a: float, p_b: float, margin: float) -> bool:
     return -margin <= low and high <= margin
 
 
-def takeup_seeds_needed(p_a: float, p_b: float, margin: float, alpha: float = ALPHA) -> float:
-    """Seeds per arm for the observed take-up rates to resolve: 80% power of Boschloo's test at `alpha` when the
-    rates differ by at least `margin`, else a Newcombe interval inside +-margin; inf past MAX_SEEDS."""
+def takeup_seeds_needed(p_a: float, p_b: float, margin: float, alpha: float = ALPHA, blocks: int = 1) -> float:
+    """Runs per arm for the observed take-up rates to resolve, in whole blocks (`blocks` x seeds per block), sized by
+    the test the verdict runs: when the rates differ by at least `margin`, 80% power at `alpha` of Boschloo's test
+    (one block) or of the exact test stratified by block (several, simulated: stratified.exact_stratified_power);
+    else a Newcombe interval inside +-margin. inf past MAX_SEEDS."""
     if not (math.isfinite(p_a) and math.isfinite(p_b)):
         return NAN
+    sizes = range(blocks, MAX_SEEDS + 1, blocks) if blocks > 1 else range(2, MAX_SEEDS + 1)
     if abs(p_a - p_b) < margin:
-        return next((float(n) for n in range(2, MAX_SEEDS + 1) if newcombe_fits(n, p_a, p_b, margin)), math.inf)
+        return next((float(n) for n in sizes if newcombe_fits(n, p_a, p_b, margin)), math.inf)
+    if blocks > 1:
+        from experiments.synthetic_sequences.analysis.stratified import exact_stratified_power
+
+        powerful = (n for n in sizes if exact_stratified_power(blocks, n // blocks, p_a, p_b, alpha) >= POWER)
+        return float(next(powerful, math.inf))
     from statsmodels.stats.power import NormalIndPower
     from statsmodels.stats.proportion import proportion_effectsize
 
@@ -121,6 +145,15 @@ def takeup_seeds_needed(p_a: float, p_b: float, margin: float, alpha: float = AL
     while n <= MAX_SEEDS and boschloo_power(n, p_a, p_b, alpha) < POWER:
         n += 1
     return float(n) if n <= MAX_SEEDS else math.inf
+
+
+def takeup_sizing(blocks: int) -> str:
+    """How takeup_seeds_needed sized a take-up contrast whose rates differ, as the verdict names it."""
+    if blocks > 1:
+        from experiments.synthetic_sequences.analysis.stratified import POWER_DRAWS
+
+        return f"80% power of the exact test stratified by reference, simulated over {POWER_DRAWS:,} pilots"
+    return "80% power of Boschloo's test, enumerated"
 
 
 # --- onset: censored times ------------------------------------------------------------------------------------------

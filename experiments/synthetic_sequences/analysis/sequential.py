@@ -7,14 +7,23 @@
 The look reads the runs' metrics files as extraction wrote them; the tables hold every run to the grid and the
 current inputs once the design has stopped (bindings.py).
 
-At look k the design tests at its increment alpha_k (planning/design.py). Over the planned contrasts still open:
+At look k the design spends its increment alpha_k (planning/design.py), shared evenly among the m planned contrasts
+of a (family, term, alpha) (m fixed by the arms run, whichever are still open). Each open contrast gets alpha_k / m
+for either decision:
 
-  different    (raises / lowers) Holm at alpha_k over the open contrasts rejects p_a = p_b, with the take-up test of
-               the fixed verdict (contrasts.takeup_p: Boschloo with one reference block, the exact test stratified
-               by block with several)
-  equivalent   the Newcombe interval of the pooled runs at level 1 - 2 alpha_k lies inside +-margin: TOST at alpha_k
+  different    (raises / lowers) its take-up p (contrasts.takeup_p: Boschloo with one reference block, the exact
+               test stratified by block with several) <= alpha_k / m (inference.rejects: the tie policy of the
+               verdict); the file's p_adjusted is Bonferroni's min(1, m p)
+  equivalent   the Newcombe interval of the pooled runs at level 1 - 2 alpha_k / m lies inside +-margin: TOST at
+               alpha_k / m
   continue     neither, before the last look
   undecided    neither, at the last look ("undecided at N")
+
+Error control, both kinds of decision together: a contrast has at most one true null (p_a = p_b, or |p_a - p_b| >=
+margin), each look tests it at alpha_k / m whatever the looks before decided, so by the union bound over contrasts
+and looks P(any false decision, raises/lowers or equivalent) <= sum of alpha_k = alpha. The decision interval is
+that look's 1 - 2 alpha_k / m Newcombe interval: per contrast and per look, not simultaneous, and approximate
+(Newcombe's coverage is nominal, not exact).
 
 A decided contrast stays decided, with the look that decided it. An arm trains at the next look while any contrast it
 belongs to is open. Take-up is the primary endpoint and the only one that steers the design.
@@ -25,14 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from core.disentanglement.artifacts import sha256_file, write_json
+from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
 from experiments.synthetic_sequences.analysis import inference
 from experiments.synthetic_sequences.analysis.contrasts import (
     COMPARISON_NAMES,
@@ -42,11 +51,23 @@ from experiments.synthetic_sequences.analysis.contrasts import (
     arm_counts,
     arms,
     contrast_tables,
+    smallest_takeup_p,
     takeup_p,
 )
 from experiments.synthetic_sequences.planning.design import EQUIVALENT, OPEN, UNDECIDED, Design, DesignError, parse_design
 from experiments.synthetic_sequences.planning.grid import parse_control_of
-from experiments.synthetic_sequences.planning.looks import Group, look_document, read_look
+from experiments.synthetic_sequences.planning.looks import (
+    RECOMPUTE,
+    Group,
+    check_look_runs,
+    look_document,
+    read_look,
+    record_design,
+    results_of,
+)
+from experiments.synthetic_sequences.run_layout import metrics_path
+
+SMALLEST_INCREMENT = 1e-6  # a look spending less alpha than this can decide nothing (check_decidable)
 
 
 @dataclass(frozen=True)
@@ -55,12 +76,13 @@ class Decision:
     decision: str  # raises, lowers, or design's EQUIVALENT, OPEN, UNDECIDED
     look: int  # the look that made it (the current one while open)
     runs_per_arm: int
-    alpha: float  # the look's increment
+    alpha: float  # the look's increment alpha_k
+    level: float  # this contrast's share of it, alpha_k / m: either decision is tested at it
     estimate: float
-    ci_low: float  # Newcombe at level 1 - 2 alpha
+    ci_low: float  # Newcombe at level 1 - 2 level
     ci_high: float
     p: float
-    p_adjusted: float  # Holm over the contrasts open at this look
+    p_adjusted: float  # Bonferroni over the m planned contrasts of its group: min(1, m p), which decides at <= alpha
 
     @property
     def open(self) -> bool:
@@ -75,14 +97,11 @@ def planned(arms: Mapping[str, Counts]) -> list[str]:
     return [name for name in COMPARISON_NAMES if all(arm in arms for arm in name.split("-"))]
 
 
-def holm_tested(arms: Mapping[str, Counts], names: list[str]) -> list[tuple[str, tuple[int, int, int, int], float, float]]:
-    """Each named contrast's pooled (k_a, n_a, k_b, n_b), its take-up p (contrasts.takeup_p, stratified by block) and
-    that p Holm-adjusted over the named contrasts."""
+def tested(arms: Mapping[str, Counts], names: list[str]) -> list[tuple[str, tuple[int, int, int, int], float]]:
+    """Each named contrast's pooled (k_a, n_a, k_b, n_b) and its take-up p (contrasts.takeup_p, stratified by block)."""
     tables = [contrast_tables(*(arms[arm] for arm in name.split("-"))) for name in names]
-    p = [takeup_p(table)[0] for table in tables]
-    adjusted = inference.adjust(p, "holm") if names else []
     pooled = [tuple(int(total) for total in np.sum(table, axis=0)) for table in tables]
-    return list(zip(names, pooled, p, adjusted, strict=True))
+    return [(name, counts, takeup_p(table)[0]) for name, counts, table in zip(names, pooled, tables, strict=True)]
 
 
 def look_decisions(
@@ -99,21 +118,47 @@ def look_decisions(
     last = look == len(design.looks)
     readable = planned(arms)
     names = [name for name in COMPARISON_NAMES if name in before or name in readable]
+    share = increment / len(names) if names else increment  # each planned contrast's, for either decision
     decisions = {name: before[name] for name in names if name in before and not before[name].open}
     still_open = [name for name in names if name not in decisions]
     if unread := [name for name in still_open if name not in readable]:
         raise ValueError(f"look {look}: contrast {unread[0]} is open, but the runs of its arms were not all read")
-    for name, (k_a, n_a, k_b, n_b), p, adjusted in holm_tested(arms, still_open):
+    for name, (k_a, n_a, k_b, n_b), p in tested(arms, still_open):
         estimate = k_a / n_a - k_b / n_b
-        low, high = inference.newcombe(k_a, n_a, k_b, n_b, level=1 - 2 * increment)
-        if adjusted <= increment:
+        low, high = inference.newcombe(k_a, n_a, k_b, n_b, level=1 - 2 * share)
+        adjusted = min(1.0, p * len(names))
+        if inference.rejects(adjusted, increment):
             decision = "raises" if estimate > 0 else "lowers"
         elif -margin < low and high < margin:
             decision = EQUIVALENT
         else:
             decision = UNDECIDED if last else OPEN
-        decisions[name] = Decision(name, decision, look, int(n_a), increment, float(estimate), low, high, p, float(adjusted))
+        decisions[name] = Decision(name, decision, look, int(n_a), increment, share, float(estimate), low, high, p, adjusted)
     return {name: decisions[name] for name in names}
+
+
+def check_decidable(design: Design, groups: Iterable[Collection[str]], alpha: float = inference.ALPHA) -> None:
+    """Refuse a design with a look that can decide nothing, naming the look: its increment alpha_k is below
+    SMALLEST_INCREMENT, or even the most extreme outcome's take-up p at the look's layout exceeds alpha_k / m in every
+    group (m its planned contrasts; groups: each group's arm names)."""
+    contrasts = min((len(planned(dict.fromkeys(arms))) for arms in groups), default=0)
+    for look in design.looks:
+        increment = design.increment(look.number, alpha)
+        where = f"design.looks[{look.number - 1}]: look {look.number}"
+        if increment < SMALLEST_INCREMENT:
+            raise DesignError(
+                f"{where} spends alpha {increment:.2g} (below {SMALLEST_INCREMENT:g}) under {design.alpha_spending} spending "
+                f"at {look.runs_per_arm} of {design.max_runs_per_arm} runs per arm: it would train its runs and decide nothing; "
+                "look later, lower max_runs_per_arm, or use pocock"
+            )
+        smallest = smallest_takeup_p([(look.seeds, look.seeds)] * look.references)
+        if contrasts and not inference.rejects(smallest * contrasts, increment):
+            raise DesignError(
+                f"{where} tests each of {contrasts} planned contrasts at alpha {increment:.2g} / {contrasts} = "
+                f"{increment / contrasts:.2g}, but at {look.references} reference(s) x {look.seeds} seed(s) the smallest p "
+                f"its take-up test can give is {smallest:.2g}: it would train its runs and decide nothing; give it more runs "
+                "per arm or a larger share of alpha"
+            )
 
 
 def arms_to_train(decisions: Mapping[str, Decision]) -> list[str]:
@@ -124,9 +169,13 @@ def arms_to_train(decisions: Mapping[str, Decision]) -> list[str]:
 
 def naive_decisions(arms: Mapping[str, Counts], alpha: float = inference.ALPHA) -> dict[str, str]:
     """What rereading the fixed verdict does at any n: Holm at the full alpha over every planned contrast."""
+    results = tested(arms, planned(arms))
+    adjusted = inference.adjust([p for _, _, p in results], "holm") if results else []
     decisions = {}
-    for name, (k_a, n_a, k_b, n_b), _, adjusted in holm_tested(arms, planned(arms)):
-        decisions[name] = OPEN if adjusted > alpha else "raises" if k_a / n_a > k_b / n_b else "lowers"
+    for (name, (k_a, n_a, k_b, n_b), _), p_adjusted in zip(results, adjusted, strict=True):
+        decisions[name] = "raises" if k_a / n_a > k_b / n_b else "lowers"
+        if not inference.rejects(p_adjusted, alpha):
+            decisions[name] = OPEN
     return decisions
 
 
@@ -160,6 +209,67 @@ def look_groups(runs: pd.DataFrame, control_of: Mapping[str, str], design: Desig
     return groups
 
 
+def runs_counts(metric_paths: Sequence[str | Path]) -> pd.DataFrame:
+    """The runs table of these metrics files (tables.runs_table): what a look counts."""
+    from experiments.synthetic_sequences.analysis.tables import read_metrics, runs_table
+
+    return runs_table(read_metrics(metric_paths)[0])
+
+
+def verified_look(
+    path: str | Path,
+    design: Design,
+    control_of: Mapping[str, str],
+    previous: Mapping | None,
+    expected_runs: Collection[str] | None = None,
+    require_runs: bool = True,
+) -> dict:
+    """A look file that may be used: read_look and check_look_runs (planning/looks.py), then its decisions recomputed
+    from the runs it read with look_groups, the function that made them. Raises DesignError naming the file and the
+    first disagreement. With require_runs False (the Snakefile, while extraction may still rewrite a metrics file),
+    a look some of whose metrics files are missing is not recomputed; the job that reads it next checks it whole."""
+    document = read_look(path, design)
+    check_look_runs(document, path, previous, expected_runs)
+    paths = [metrics_path(results_of(path), run) for run in sorted(document["runs_read"])]
+    if missing := [metrics for metrics in paths if not Path(metrics).exists()]:
+        if require_runs:
+            raise DesignError(f"{path}: {missing[0]}, a run it read, is missing ({len(missing)} of {len(paths)})")
+        return document
+    groups = json.loads(json.dumps(look_groups(runs_counts(paths), control_of, design, document["look"], previous)))
+    if sha256_json(groups) != sha256_json(document["groups"]):
+        raise DesignError(f"{path}: {first_difference(document['groups'], groups)}; the file does not follow from its runs; {RECOMPUTE}")
+    return document
+
+
+def verified_looks(paths: Sequence[str | Path], design: Design, control_of: Mapping[str, str]) -> list[dict]:
+    """Looks 1..k in order, each verified against the one before it."""
+    documents: list[dict] = []
+    for path in paths:
+        documents.append(verified_look(path, design, control_of, documents[-1] if documents else None))
+    return documents
+
+
+def first_difference(recorded: list[Mapping], recomputed: list[Mapping]) -> str:
+    """The first place where a look file's groups and those its runs give differ, in words."""
+
+    def by_group(groups: list[Mapping]) -> dict:
+        return {(g["family"], g["term"], float(g["alpha"])): g for g in groups}
+
+    have, want = by_group(recorded), by_group(recomputed)
+    for key in sorted(set(have) | set(want)):
+        where = f"{key[0]} {key[1]} alpha={key[2]:g}"
+        if key not in have or key not in want:
+            return f"group {where} is {'in its runs but not in the file' if key in want else 'in the file but not in its runs'}"
+        for name in sorted(set(have[key]["decisions"]) | set(want[key]["decisions"])):
+            filed, made = have[key]["decisions"].get(name, {}), want[key]["decisions"].get(name, {})
+            for field in sorted(set(filed) | set(made), key=lambda field: (field != "decision", field)):
+                if json.dumps(filed.get(field)) != json.dumps(made.get(field)):
+                    return f"{where} {name}: {field} {filed.get(field)!r} in the file, {made.get(field)!r} from its runs"
+        if have[key]["train_next"] != want[key]["train_next"]:
+            return f"{where}: train_next {have[key]['train_next']} in the file, {want[key]['train_next']} from its runs"
+    return "its groups are not those its runs give"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from experiments.synthetic_sequences.analysis.tables import read_metrics, runs_table
 
@@ -168,20 +278,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--design", required=True, help="the config's design block, as JSON")
     parser.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
     parser.add_argument("--metrics", nargs="+", required=True, help="the metrics files of the runs this look reads")
-    parser.add_argument("--previous", default=None, help="the look file of the look before (none at look 1)")
+    parser.add_argument("--previous", nargs="*", default=[], help="the look files of every look before, in order (none at look 1)")
+    parser.add_argument("--design-reset", action="store_true", help="look 1 may follow another design (config design_reset)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     try:
         design = parse_design(json.loads(args.design))
         if design is None or not 1 <= args.look <= len(design.looks):
             raise DesignError(f"--look {args.look}: the design has looks 1..{len(design.looks) if design else 0}")
-        if (args.previous is None) != (args.look == 1):
-            raise DesignError(f"--previous: look {args.look} {'takes none' if args.look == 1 else 'needs the look file before it'}")
-        previous = read_look(args.previous, design) if args.previous else None
+        if len(args.previous) != args.look - 1:
+            raise DesignError(f"--previous: look {args.look} reads the {args.look - 1} look file(s) before it, got {len(args.previous)}")
+        control_of = parse_control_of(args.control_of)
+        earlier = verified_looks(args.previous, design, control_of)
+        previous = earlier[-1] if earlier else None
+        designs_before = record_design(results_of(args.out), design, args.design_reset) if args.look == 1 else []
         metrics, records = read_metrics(args.metrics)
-        groups = look_groups(runs_table(metrics), parse_control_of(args.control_of), design, args.look, previous)
+        groups = look_groups(runs_table(metrics), control_of, design, args.look, previous)
         runs_read = {held[0]["run"]: sha256_file(path) for path, held in records.items()}
-        write_json(look_document(args.look, design, groups, runs_read, previous), Path(args.out))
+        write_json(look_document(args.look, design, groups, runs_read, previous, designs_before), Path(args.out))
     except OSError as err:
         sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
     except ValueError as err:

@@ -45,12 +45,14 @@ from experiments.synthetic_sequences.analysis.run_files import (
     read_json,
     validation_rows,
 )
+from experiments.synthetic_sequences.analysis.sequential import verified_looks
 from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.verdict_text import markdown, verdict_markdown
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.bindings import (
     Binding,
+    BindingError,
     check_against_grid,
     check_inputs,
     keep_grid_record,
@@ -59,6 +61,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     tables_grid_file,
 )
 from experiments.synthetic_sequences.planning.grid import parse_control_of
+from experiments.synthetic_sequences.planning.looks import design_from_record
 from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout
 
 RUN_RECORD = "run_record"
@@ -220,6 +223,8 @@ def aggregate(
     metrics, records = read_metrics(metric_paths)
     if binding is not None:  # the runs the tables read are the grid's, trained on the current inputs (bindings.py)
         check_against_grid(records, binding.grid, binding.results)
+        if looks:
+            check_looks_read(looks, binding.grid)
         check_inputs([held[0] for held in records.values()], binding.input_hashes, binding.results)
     runs = runs_table(metrics)
     contrasts = contrast_table(runs, control_of)
@@ -241,6 +246,28 @@ def aggregate(
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables
+
+
+def read_looks(paths: Sequence[str | Path], control_of: dict[str, str]) -> list[dict]:
+    """A sequential design's look files, verified in order (sequential.verified_looks) under the design they record."""
+    if not paths:
+        return []
+    try:
+        design = design_from_record(json.loads(Path(paths[0]).read_text())["design"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{paths[0]}: not a readable look file ({err})") from err
+    return verified_looks(paths, design, control_of)
+
+
+def check_looks_read(looks: Sequence[dict], grid: dict) -> None:
+    """The runs the look files read, together, are the runs of the grid record the tables hold the metrics to."""
+    read = set().union(*(look["runs_read"] for look in looks))
+    if read != set(grid["runs"]):
+        odd = sorted(read ^ set(grid["runs"]))
+        raise BindingError(
+            f"the look files read {len(read)} runs and the grid record names {len(grid['runs'])}; {odd[0]} is in "
+            f"{'the looks only' if odd[0] in read else 'the grid record only'}: the record is not of these looks"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -273,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             control_of = parse_control_of(args.control_of)
             binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
-            looks = [json.loads(Path(path).read_text()) for path in args.looks]
+            looks = read_looks(args.looks, control_of)
             tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of, binding, looks)
             keep_grid_record(binding.grid, args.grid_copy or Path(args.out_dir) / tables_grid_file(args.grid))
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)

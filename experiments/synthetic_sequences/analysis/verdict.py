@@ -12,7 +12,7 @@ import pandas as pd
 
 from experiments.synthetic_sequences.analysis.contrasts import BLOCK, MARGINS, ONSET, PRIMARY, arms
 from experiments.synthetic_sequences.analysis.curves import ROUNDING_FLOOR, TAKEUP_THRESHOLD
-from experiments.synthetic_sequences.analysis.inference import ALPHA, POWER, kaplan_meier
+from experiments.synthetic_sequences.analysis.inference import ALPHA, DECISION_DIGITS, POWER, kaplan_meier, rejects
 from experiments.synthetic_sequences.analysis.takeup_table import ROUNDING, block_counts
 from experiments.synthetic_sequences.analysis.verdict_phrases import (
     contrast_text,
@@ -35,13 +35,15 @@ for the others):
 Reading of a contrast a - b, from its 95% interval and adjusted p:
   no difference                           the interval lies inside +-margin and holds 0
   below the smallest effect of interest   the interval lies inside +-margin and excludes 0
-  raises / lowers                         otherwise, when the adjusted p < {ALPHA:g} and the interval excludes 0
+  raises / lowers                         otherwise, when the adjusted p <= {ALPHA:g} and the interval excludes 0
   cannot be resolved at n                 anything else; the line gives the smallest p the test can give at
                                           this n and the seeds per arm that would resolve it at the observed
                                           values ({POWER:.0%} power at alpha {ALPHA:g}, for take-up at alpha / the planned
-                                          contrasts; or an interval inside +-margin); for a continuous metric only
-                                          among the seeds that took up, as over all runs it is bimodal
-  onset reads earlier / later (adjusted log-rank p < {ALPHA:g}) or cannot be told apart.
+                                          contrasts, of the test the line runs; or an interval inside +-margin);
+                                          for a continuous metric only among the seeds that took up, as over all
+                                          runs it is bimodal
+  onset reads earlier / later (adjusted log-rank p <= {ALPHA:g}) or cannot be told apart.
+p values meet their level after rounding both to {DECISION_DIGITS} decimals: an exact tie rejects.
 Each control C (scale, balance), when sum raises or lowers an endpoint:
   all of it    C - mean reads as sum - mean does, and sum - C reads no difference (or below the margin)
   part of it   C - mean and sum - C both read as sum - mean does: C lies between mean and sum
@@ -102,13 +104,13 @@ def reading(row: dict | None, margin: float) -> str:
     if row["metric"] == ONSET:
         if not finite(row["p"]):
             return "no onset in either arm"
-        if row["p_adjusted"] < ALPHA:
+        if rejects(row["p_adjusted"], ALPHA):
             return "earlier" if onset_sooner(row) else "later"
         return "cannot be told apart"
     low, high = row["ci_low"], row["ci_high"]
     if finite(low) and finite(high) and -margin <= low and high <= margin:
         return "no difference" if low <= 0 <= high else "below the smallest effect of interest"
-    if finite(row["p_adjusted"]) and row["p_adjusted"] < ALPHA and finite(low) and (low > 0 or high < 0):
+    if rejects(row["p_adjusted"], ALPHA) and finite(low) and (low > 0 or high < 0):
         return "raises" if row["estimate"] > 0 else "lowers"
     return "cannot be resolved"
 

@@ -7,8 +7,8 @@ import math
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, ONSET, PRIMARY
-from experiments.synthetic_sequences.analysis.inference import ALPHA, MAX_SEEDS
+from experiments.synthetic_sequences.analysis.contrasts import BLOCK, MARGINS, ONSET, PRIMARY
+from experiments.synthetic_sequences.analysis.inference import ALPHA, MAX_SEEDS, rejects, takeup_sizing
 
 
 def finite(value) -> bool:
@@ -64,14 +64,14 @@ def resolvability(row: dict, planned: int) -> str:
         text += f": the smallest p {row['test'].split(',')[0]} can give at this n is {smallest:.2g}"
         if row["metric"] == PRIMARY and planned > 1:
             text += f" ({reachable:.2g} under Holm over {planned} contrasts)"
-        if reachable >= ALPHA:
+        if not rejects(reachable, ALPHA):
             text += ", so no outcome at this n reaches 0.05"
     needed = row["seeds_needed"]
     blocks = int(row["references"]) if finite(row.get("references")) else 1
     if finite(needed) and needed <= min(row["n_a"], row["n_b"]):
         text += "; the observed values sit at the edge of resolving (the adjusted p or the interval falls short): add seeds"
     elif finite(needed):
-        text += f"; {runs_text(needed, blocks)} would resolve it at the observed values"
+        text += f"; {runs_text(needed, blocks)} would resolve it at the observed values{sizing(row, blocks)}"
     elif needed == math.inf:
         text += f"; more than {MAX_SEEDS} seeds per arm would be needed at the observed values"
     elif row["subset"] == "all" and row["metric"] != PRIMARY:
@@ -79,10 +79,16 @@ def resolvability(row: dict, planned: int) -> str:
     return text
 
 
+def sizing(row: dict, blocks: int) -> str:
+    """' (80% power of ...)': how a take-up contrast whose rates differ by the margin or more was sized."""
+    differs = finite(row["estimate"]) and abs(row["estimate"]) >= MARGINS[PRIMARY]
+    return f" ({takeup_sizing(blocks)})" if row["metric"] == PRIMARY and differs else ""
+
+
 def disagreement(row: dict) -> str:
     """' The references disagree (Breslow-Day p = 0.01).' for a take-up contrast whose blocks do not share one odds ratio."""
     homogeneity = row.get("p_homogeneity", math.nan)
-    if finite(homogeneity) and homogeneity < ALPHA:
+    if rejects(homogeneity, ALPHA):
         return f" The references disagree on it (Breslow-Day p = {homogeneity:.2g}): read the counts per reference"
     return ""
 

@@ -11,6 +11,7 @@ import pandas as pd
 from experiments.synthetic_sequences.analysis import verdict as rule
 from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, arms
 from experiments.synthetic_sequences.analysis.design_text import design_section
+from experiments.synthetic_sequences.analysis.inference import MAX_SEEDS
 
 DECISIVE_ENDPOINTS = ("take-up", "separation")  # the question's two outcomes: the seeds line sizes the pilot for them
 
@@ -69,7 +70,7 @@ def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame) -> str:
     finite = needed[needed < math.inf]
     if finite.empty:
         return (
-            f"No seed count up to {rule.MAX_SEEDS} per arm resolves the unresolved take-up and separation lines at the "
+            f"No seed count up to {MAX_SEEDS} per arm resolves the unresolved take-up and separation lines at the "
             "observed values: the arms are too close for this pilot's question."
         )
     target = int(finite.max())
@@ -88,7 +89,7 @@ def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame) -> str:
     else:
         text += " The estimate is not above the seeds run: the observed values sit at the edge of resolving; add seeds."
     if len(finite) < len(needed):
-        text += f" Some lines would need more than {rule.MAX_SEEDS}."
+        text += f" Some lines would need more than {MAX_SEEDS}."
     return text + " (Families that set their own `seeds:` keep them.)"
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
 from experiments.synthetic_sequences.planning.grid import training_seed
-from experiments.synthetic_sequences.run_layout import REFERENCE_TEMPLATE, parse_run_path, run_directory, run_path
+from experiments.synthetic_sequences.run_layout import REFERENCE_TEMPLATE, RUNS_FOLDER, parse_run_path, run_directory, run_path
 from experiments.synthetic_sequences.training.settings import INPUT_PATHS
 
 # run settings that name where things are or how often progress is logged, not what the numbers are; whether the
@@ -180,8 +180,8 @@ def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results
 def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: str) -> None:
     """Every run's recorded input hashes equal the current artifacts' of its own reference block (current: {input
     name: sha256}, a block's named by block_input; the reference as reference_<mode>); refuses naming the runs and
-    the inputs that differ."""
-    wrong = []
+    the inputs that differ, and first a block artifact that changed under all of its runs (changed_artifacts)."""
+    wrong, recorded_by_input = [], {}
     for record in records:
         block = record["reference"]
         expected = {name: current[name] for name in SHARED_INPUTS}
@@ -190,14 +190,43 @@ def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: s
         expected["reference"] = current.get(block_input(block, f"reference_{record['mode']}"))
         if record["settings"]["run.warm_start"]:
             expected["init_decoder"] = current.get(block_input(block, "init_decoder"))
+        for name in expected:
+            key = name if name in SHARED_INPUTS else block_input(block, f"reference_{record['mode']}" if name == "reference" else name)
+            recorded_by_input.setdefault(key, []).append(record["inputs_sha256"].get(name))
         differs = sorted(name for name, digest in expected.items() if record["inputs_sha256"].get(name) != digest)
         if differs:
             wrong.append(f"{record['run']} ({', '.join(differs)})")
+    if changed := changed_artifacts(recorded_by_input, current):
+        blocks = sorted({name.split("/")[0] for name in changed if "/" in name})
+        folders = " ".join(f"{results}/{RUNS_FOLDER}/*/{block}" for block in blocks) or f"{results}/{RUNS_FOLDER}"
+        raise BindingError(
+            f"{'; '.join(changed)}. The artifact changed, not the runs: restore it (a block's z-free stage rebuilds its "
+            f"artifacts from its seed: snakemake --forcerun train_zfree), or, if it should change, retrain the runs that "
+            f"read it (rm -r {folders}; then snakemake)"
+        )
     if wrong:
         raise BindingError(
             f"{len(wrong)} run(s) were trained on other inputs than the current ones: {'; '.join(wrong[:5])}"
             f"{'; ...' if len(wrong) > 5 else ''}. " + retrain_advice(wrong, results)
         )
+
+
+def changed_artifacts(recorded_by_input: Mapping[str, list], current: Mapping[str, str]) -> list[str]:
+    """The inputs (a block's scores, c_base or warm start; the records) that every run reading them, two or more (one
+    run alone may be a run moved, not a file changed), recorded alike, but that now hash otherwise: the file changed
+    under the runs. Each is named, with the input that now holds what the runs read, where one does (two blocks'
+    artifacts swapped)."""
+    changed = []
+    for name, recorded in sorted(recorded_by_input.items()):
+        read = set(recorded)
+        if len(recorded) < 2 or len(read) != 1 or (digest := read.pop()) is None or name not in current or current[name] == digest:
+            continue
+        holders = [other for other, now in sorted(current.items()) if now == digest]
+        where = f" (that is {holders[0]}'s now: swapped?)" if holders else ""
+        changed.append(
+            f"{name} hashes {current[name][:12]}, but all {len(recorded)} run(s) that read it were trained on {digest[:12]}{where}"
+        )
+    return changed
 
 
 def run_record(run_dir: Path, run_config: Mapping, metadata: Mapping) -> dict:

@@ -106,3 +106,58 @@ def check_moved_keys(config: dict) -> None:
     for (section, key), where in MOVED_KEYS.items():
         if isinstance(config.get(section), dict) and key in config[section]:
             raise ValueError(f"{section}.{key}: no longer read; {where}")
+
+
+RUN_LISTS = {"seeds": "seed", "references": "z-free seed"}  # the top-level keys that take a count or a list
+
+
+def run_list_problem(value: object, schema: dict, where: str, what: str) -> str | None:
+    """One line naming what is wrong with a count-or-list value (RUN_LISTS) and the rule it breaks, or None; the
+    bounds are the schema's."""
+    count, listed = (next(alt for alt in schema["oneOf"] if alt["type"] == kind) for kind in ("integer", "array"))
+    items = listed["items"]
+    if isinstance(value, bool) or not isinstance(value, int | list):
+        return f"{where}: {value!r} is neither a count nor a list of {what}s"
+    if isinstance(value, int):
+        if not count["minimum"] <= value <= count["maximum"]:
+            return f"{where}: {value} is not a count from {count['minimum']} to {count['maximum']}"
+        return None
+    if text := [item for item in value if isinstance(item, str)]:
+        return (
+            f"{where}: {value!r} holds text ({text[0]!r}), not whole numbers: snakemake's --config reads a list's items as "
+            f"text; give a count ({where}={len(value)}) or write the list in a config file (--configfile)"
+        )
+    if not value:
+        return f"{where}: at least one {what} is needed"
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int):
+            return f"{where}: {item!r} in {value!r} is not a whole number"
+        if not items["minimum"] <= item <= items["maximum"]:
+            return f"{where}: {item} in {value!r} is outside {items['minimum']}..{items['maximum']}"
+    if repeated := sorted({item for item in value if value.count(item) > 1}):
+        return f"{where}: {value!r} repeats {repeated[0]}; each {what} may appear once"
+    return None
+
+
+def check_run_lists(config: dict, schema_path: str | Path) -> None:
+    """Refuse in one line, before the schema's generic message (which dumps the schema), a top-level or family
+    `seeds`/`references` the schema would refuse: text from the command line, a repeat, a negative or too large value."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    checks = [(config[key], schema["properties"][key], key, what) for key, what in RUN_LISTS.items() if key in config]
+    family_seeds = schema["properties"]["families"]["additionalProperties"]["properties"]["seeds"]
+    families = config.get("families") if isinstance(config.get("families"), dict) else {}
+    checks += [
+        (spec["seeds"], family_seeds, f"families.{name}.seeds", "seed")
+        for name, spec in families.items()
+        if isinstance(spec, dict) and "seeds" in spec
+    ]
+    for value, node, where, what in checks:
+        if problem := run_list_problem(value, node, where, what):
+            raise ValueError(problem)
+
+
+def check_flags(config: dict, flags: Iterable[str] = ("design_reset",)) -> None:
+    """Refuse a yes/no setting given as text: snakemake's --config reads True and False as booleans, but 'true' as text."""
+    for flag in flags:
+        if isinstance(config.get(flag), str):
+            raise ValueError(f"{flag}: {config[flag]!r} is text; write {flag}=True or {flag}=False (capitalised) on the command line")
