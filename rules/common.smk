@@ -310,7 +310,7 @@ def reported_plot_files():
 def config_design():
     """The config's design, None for the fixed one. A sequential design is checked at parse time: against the grid,
     for looks that can decide nothing, against the design its results folder was first read under (looks.DESIGN_RECORD),
-    and so is every look file already on disk (analysis/sequential.verified_look), in order, while looks stay open."""
+    and so is every look file already on disk (analysis/look_files.verified_look), in order, while looks stay open."""
     design = parse_design(config.get("design"))
     if design is not None:
         from experiments.synthetic_sequences.analysis.sequential import check_decidable
@@ -339,9 +339,9 @@ VERIFIED_LOOKS = {}  # (look, its file's mtime, the seal of the look before): it
 
 
 def verified_look_file(design, look, previous):
-    """Look `look`'s file, verified (analysis/sequential.verified_look) against the look before and the runs the config
+    """Look `look`'s file, verified (analysis/look_files.verified_look) against the look before and the runs the config
     assigns to it; a metrics file still to be extracted is passed over, and the job that reads the look checks it whole."""
-    from experiments.synthetic_sequences.analysis.sequential import verified_look
+    from experiments.synthetic_sequences.analysis.look_files import verified_look
 
     path = look_file(look)
     key = (look, os.stat(path).st_mtime_ns, previous["sha256"] if previous else None)

@@ -22,6 +22,6 @@ checkpoint design_look:
         control_of=control_pairs(),
         reset=reset_flag(),
     shell:
-        "python -m experiments.synthetic_sequences.analysis.sequential --look {wildcards.look} --design {params.design} "
+        "python -m experiments.synthetic_sequences.analysis.look_files --look {wildcards.look} --design {params.design} "
         "--control-of={params.control_of:q} --metrics {input.metrics:q} --previous {input.previous:q} {params.reset} "
         "--out {output:q} > {log:q} 2>&1"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.synthetic_sequences.analysis import inference
+from experiments.synthetic_sequences.analysis import inference, multiplicity
 
 # a small censored example: steps of take-up, 1 = onset seen, 0 = censored at that step
 TIMES_A, SEEN_A = np.array([3.0, 5, 5, 8, 10]), np.array([1, 1, 0, 1, 0])
@@ -52,10 +52,10 @@ def test_logrank_of_arms_with_no_onset_is_undefined_and_of_identical_onsets_is_o
 def test_holm_and_benjamini_hochberg_match_a_hand_computation():
     p = [0.01, 0.04, 0.03, 0.20]
     # Holm: sorted 0.01 x4, 0.03 x3, 0.04 x2, 0.20 x1, each at least the one before
-    assert inference.adjust(p, "holm") == pytest.approx([0.04, 0.09, 0.09, 0.20])
+    assert multiplicity.adjust(p, "holm") == pytest.approx([0.04, 0.09, 0.09, 0.20])
     # BH: sorted p x 4 / rank = 0.04, 0.06, 0.0533, 0.20, each at most the one after
-    assert inference.adjust(p, "fdr_bh") == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.20])
-    assert inference.adjust([0.01, math.nan, 0.02], "holm") == pytest.approx([0.02, math.nan, 0.02], nan_ok=True)
+    assert multiplicity.adjust(p, "fdr_bh") == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.20])
+    assert multiplicity.adjust([0.01, math.nan, 0.02], "holm") == pytest.approx([0.02, math.nan, 0.02], nan_ok=True)
 
 
 def test_the_exact_sign_flip_p_counts_the_sign_patterns_at_least_as_extreme():

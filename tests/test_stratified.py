@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from experiments.synthetic_sequences.analysis import inference, stratified
+from experiments.synthetic_sequences.analysis import inference, multiplicity, stratified
 from experiments.synthetic_sequences.analysis.contrasts import takeup_row
 
 # (k_a, n_a, k_b, n_b) per reference block
@@ -189,7 +189,7 @@ def enumerated_power(blocks, seeds, p_a, p_b, alpha):
     power = 0.0
     for outcome in itertools.product(per_block, repeat=blocks):
         tables = [(k_a, seeds, k_b, seeds) for (k_a, k_b), _ in outcome]
-        if inference.rejects(stratified.exact_stratified_p(tables), alpha):
+        if multiplicity.rejects(stratified.exact_stratified_p(tables), alpha):
             power += math.prod(probability for _, probability in outcome)
     return power
 

@@ -149,7 +149,7 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({(*RUN0, "term"): "kl"}, "'kl' is not one of ['raw', 'dist', 'ex', 'tok', 'tokcc', 'tokinv', 'hybrid']"),
         ({(*RUN0, "alpha"): -1}, "-1 is less than the minimum of 0"),
         ({(*RUN0, "alpha"): 1}, "families.discrete: token_weight_alpha: 1.0 has no effect on term 'raw'"),
-        ({("families", "discrete", "seeds"): []}, "On instance['families']['discrete']['seeds']"),
+        ({("families", "discrete", "seeds"): []}, "families.discrete.seeds: at least one seed is needed"),
         (
             {("families", "discrete", "runs"): [{"term": "raw", "modes": ["mean", "sum"]}, {"term": "raw", "modes": ["sum"]}]},
             "duplicate run key discrete/ref0/raw_sum_0/seed0",
@@ -166,7 +166,7 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({("families", "discrete", "settings", "weight_decay"): -1}, "weight_decay: -1 is not allowed; it must be >= 0"),
         ({("families", "discrete", "settings", "device"): "tpu"}, "allowed values: cpu, auto, cuda, cuda:N, mps"),
         # checked before data generation and z-free training, naming the field
-        ({("seeds",): [2**20]}, "On instance['seeds']"),
+        ({("seeds",): [2**20]}, "seeds: 1048576 in [1048576] is outside 0..1048575"),
         ({("families", "discrete", "settings", "n_head"): 3}, "families.discrete: n_head: 3 does not divide d_model 64"),
         ({("zfree", "n_head"): 3}, "zfree.n_head: 3 does not divide d_model 64"),
         ({("families", "discrete-scale", "beta"): 0.5}, "families.discrete-scale: a scale control must equal its main family discrete"),
@@ -181,7 +181,7 @@ RUN0 = ("families", "discrete", "runs", 0)
         ),
         ({("zfree", "batch_size"): 5000}, "zfree.batch_size: 5000 is more than data.n_train (4000) records"),
         ({("zfree", "seed"): 1}, "zfree.seed: no longer read; the z-free seeds are the top-level `references:`"),
-        ({("references",): [2, 2]}, "On instance['references']"),
+        ({("references",): [2, 2]}, "references: [2, 2] repeats 2; each z-free seed may appear once"),
         (
             {("reference", "source"): "entangled", ("reference", "checkpoint"): "old/run.pt", ("references",): 2},
             "but source: entangled has one checkpoint, so one block; set references: 1",

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis import inference, stratified
+from experiments.synthetic_sequences.analysis import inference, multiplicity, stratified
 from experiments.synthetic_sequences.metrics import margins, view
 
 # sum - mean is the effect; the control contrasts say how much of it each confound reproduces
@@ -232,13 +232,13 @@ def adjust_for_multiplicity(table: pd.DataFrame) -> pd.DataFrame:
     primary = table.metric == PRIMARY
     table = table.assign(p_adjusted=np.nan, adjustment=np.where(primary, "holm", "benjamini-hochberg"))
     for _, index in table[primary].groupby(["family", "term", "alpha"]).groups.items():
-        table.loc[index, "p_adjusted"] = inference.adjust(table.loc[index, "p"], "holm")
+        table.loc[index, "p_adjusted"] = multiplicity.adjust(table.loc[index, "p"], "holm")
         for i in index:  # at the level Holm holds the smallest of the planned contrasts' p values to
             rates = [table.at[i, "estimate"] + table.at[i, "rate_b"], table.at[i, "rate_b"]]
             blocks = int(table.at[i, "references"])
             table.at[i, "seeds_needed"] = inference.takeup_seeds_needed(*rates, MARGINS[PRIMARY], inference.ALPHA / len(index), blocks)
     for _, index in table[~primary].groupby(["family", "term", "alpha", "comparison", "subset"]).groups.items():
-        table.loc[index, "p_adjusted"] = inference.adjust(table.loc[index, "p"], "fdr_bh")
+        table.loc[index, "p_adjusted"] = multiplicity.adjust(table.loc[index, "p"], "fdr_bh")
     return table
 
 

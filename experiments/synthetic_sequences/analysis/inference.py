@@ -9,14 +9,12 @@ Every test is scipy's or statsmodels'; this module only fixes the choices and th
   continuous, by seed      paired t interval; exact paired sign-flip p (all 2^n sign patterns up to n = 16,
                            Monte Carlo beyond) for the endpoints, the paired t p for the secondary readings; TOST
                            equivalence p within +-margin
-  multiplicity             Holm over a comparison's planned contrasts; Benjamini-Hochberg over its secondary metrics
 scipy and statsmodels are imported inside the functions: every per-run `tables extract` job imports this module's
 callers, and scipy.stats alone would add half a second to each.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
 import warnings
@@ -24,19 +22,14 @@ from functools import cache
 
 import numpy as np
 
+from experiments.synthetic_sequences.analysis.multiplicity import rejects
+
 ALPHA = 0.05
 POWER = 0.8
 EXACT_SIGN_FLIPS = 16  # up to 2^16 patterns enumerated; beyond, SIGN_FLIP_DRAWS random ones
 SIGN_FLIP_DRAWS = 4_999  # a Monte Carlo p resolves to 1 / (draws + 1) = 2e-4; its error near 0.05 is 0.003
 MAX_SEEDS = 100  # seeds-needed searches stop here ("more than 100")
-DECISION_DIGITS = 10  # p values and levels are compared rounded to 10 decimals (rejects)
 NAN = math.nan
-
-
-def rejects(p: float, level: float) -> bool:
-    """The tie policy of every decision (the verdict's and the looks'): p <= level, both rounded to DECISION_DIGITS
-    decimals, so an exact tie such as 1/100 at 0.01 rejects whatever float residue either side carries; nan does not."""
-    return bool(np.isfinite(p)) and round(float(p), DECISION_DIGITS) <= round(float(level), DECISION_DIGITS)
 
 
 # --- take-up: proportions -------------------------------------------------------------------------------------------
@@ -69,15 +62,13 @@ def boschloo_p(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
         return NAN
     if k_a + k_b in (0, n_a + n_b):
         return 1.0
-    root = logging.getLogger()
-    placeholder = None if root.handlers else logging.NullHandler()
-    if placeholder:  # boschloo_exact's optimiser logs through the root logger, whose first use would install a stderr
-        root.addHandler(placeholder)  # handler (logging.basicConfig) prefixing every later line of the process: snakemake's
+    # boschloo_exact's optimiser logs through the root logger, which with no handler would install one on stderr
+    # (logging.basicConfig) that prefixes every later line of the process, snakemake's included
+    logging.getLogger().addHandler(quiet := logging.NullHandler())
     try:
         return float(stats.boschloo_exact([[k_a, k_b], [n_a - k_a, n_b - k_b]], alternative="two-sided").pvalue)
     finally:
-        if placeholder:
-            root.removeHandler(placeholder)
+        logging.getLogger().removeHandler(quiet)
 
 
 def smallest_boschloo_p(n_a: int, n_b: int) -> float:
@@ -145,15 +136,6 @@ def takeup_seeds_needed(p_a: float, p_b: float, margin: float, alpha: float = AL
     while n <= MAX_SEEDS and boschloo_power(n, p_a, p_b, alpha) < POWER:
         n += 1
     return float(n) if n <= MAX_SEEDS else math.inf
-
-
-def takeup_sizing(blocks: int) -> str:
-    """How takeup_seeds_needed sized a take-up contrast whose rates differ, as the verdict names it."""
-    if blocks > 1:
-        from experiments.synthetic_sequences.analysis.stratified import POWER_DRAWS
-
-        return f"80% power of the exact test stratified by reference, simulated over {POWER_DRAWS:,} pilots"
-    return "80% power of Boschloo's test, enumerated"
 
 
 # --- onset: censored times ------------------------------------------------------------------------------------------
@@ -303,22 +285,3 @@ def paired_seeds_needed(delta: float, sd: float, margin: float) -> float:
 
     target = margin - abs(delta)
     return next((float(n) for n in range(2, MAX_SEEDS + 1) if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) < target), math.inf)
-
-
-# --- multiplicity ---------------------------------------------------------------------------------------------------
-
-
-def adjust(pvalues, method: str) -> np.ndarray:
-    """Holm ('holm') or Benjamini-Hochberg ('fdr_bh') adjusted p values; nan entries stay nan and are not counted."""
-    from statsmodels.stats.multitest import multipletests
-
-    pvalues = np.asarray(pvalues, dtype=float)
-    adjusted = np.full(len(pvalues), NAN)
-    present = np.isfinite(pvalues)
-    if present.any():
-        gc.freeze()  # statsmodels' Holm calls gc.collect(), which walks every object of a large aggregation (0.2 s a call)
-        try:
-            adjusted[present] = multipletests(pvalues[present], method=method)[1]
-        finally:
-            gc.unfreeze()
-    return adjusted

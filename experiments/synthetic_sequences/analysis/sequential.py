@@ -1,8 +1,6 @@
 """One look of a sequential design: a decision for each planned take-up contrast, and the arms the next look trains.
 
-    python -m experiments.synthetic_sequences.analysis.sequential --look 2 --design '{"kind": "sequential", ...}' \
-        --control-of discrete-scale=discrete,discrete-balance=discrete --metrics results/metrics/...parquet ... \
-        --previous results/design/look1.json --out results/design/look2.json
+The look files themselves are written and checked by look_files.py (its CLI is the design_look rule's).
 
 The look reads the runs' metrics files as extraction wrote them; the tables hold every run to the grid and the
 current inputs once the design has stopped (bindings.py).
@@ -12,7 +10,7 @@ of a (family, term, alpha) (m fixed by the arms run, whichever are still open). 
 for either decision:
 
   different    (raises / lowers) its take-up p (contrasts.takeup_p: Boschloo with one reference block, the exact
-               test stratified by block with several) <= alpha_k / m (inference.rejects: the tie policy of the
+               test stratified by block with several) <= alpha_k / m (multiplicity.rejects: the tie policy of the
                verdict); the file's p_adjusted is Bonferroni's min(1, m p)
   equivalent   the Newcombe interval of the pooled runs at level 1 - 2 alpha_k / m lies inside +-margin: TOST at
                alpha_k / m
@@ -31,18 +29,13 @@ belongs to is open. Take-up is the primary endpoint and the only one that steers
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
-from experiments.synthetic_sequences.analysis import inference
+from experiments.synthetic_sequences.analysis import inference, multiplicity
 from experiments.synthetic_sequences.analysis.contrasts import (
     COMPARISON_NAMES,
     MARGINS,
@@ -54,18 +47,10 @@ from experiments.synthetic_sequences.analysis.contrasts import (
     smallest_takeup_p,
     takeup_p,
 )
-from experiments.synthetic_sequences.planning.design import EQUIVALENT, OPEN, UNDECIDED, Design, DesignError, parse_design
-from experiments.synthetic_sequences.planning.grid import parse_control_of
+from experiments.synthetic_sequences.planning.design import EQUIVALENT, OPEN, UNDECIDED, Design, DesignError
 from experiments.synthetic_sequences.planning.looks import (
-    RECOMPUTE,
     Group,
-    check_look_runs,
-    look_document,
-    read_look,
-    record_design,
-    results_of,
 )
-from experiments.synthetic_sequences.run_layout import metrics_path
 
 SMALLEST_INCREMENT = 1e-6  # a look spending less alpha than this can decide nothing (check_decidable)
 
@@ -127,7 +112,7 @@ def look_decisions(
         estimate = k_a / n_a - k_b / n_b
         low, high = inference.newcombe(k_a, n_a, k_b, n_b, level=1 - 2 * share)
         adjusted = min(1.0, p * len(names))
-        if inference.rejects(adjusted, increment):
+        if multiplicity.rejects(adjusted, increment):
             decision = "raises" if estimate > 0 else "lowers"
         elif -margin < low and high < margin:
             decision = EQUIVALENT
@@ -152,7 +137,7 @@ def check_decidable(design: Design, groups: Iterable[Collection[str]], alpha: fl
                 "look later, lower max_runs_per_arm, or use pocock"
             )
         smallest = smallest_takeup_p([(look.seeds, look.seeds)] * look.references)
-        if contrasts and not inference.rejects(smallest * contrasts, increment):
+        if contrasts and not multiplicity.rejects(smallest * contrasts, increment):
             raise DesignError(
                 f"{where} tests each of {contrasts} planned contrasts at alpha {increment:.2g} / {contrasts} = "
                 f"{increment / contrasts:.2g}, but at {look.references} reference(s) x {look.seeds} seed(s) the smallest p "
@@ -170,11 +155,11 @@ def arms_to_train(decisions: Mapping[str, Decision]) -> list[str]:
 def naive_decisions(arms: Mapping[str, Counts], alpha: float = inference.ALPHA) -> dict[str, str]:
     """What rereading the fixed verdict does at any n: Holm at the full alpha over every planned contrast."""
     results = tested(arms, planned(arms))
-    adjusted = inference.adjust([p for _, _, p in results], "holm") if results else []
+    adjusted = multiplicity.adjust([p for _, _, p in results], "holm") if results else []
     decisions = {}
     for (name, (k_a, n_a, k_b, n_b), _), p_adjusted in zip(results, adjusted, strict=True):
         decisions[name] = "raises" if k_a / n_a > k_b / n_b else "lowers"
-        if not inference.rejects(p_adjusted, alpha):
+        if not multiplicity.rejects(p_adjusted, alpha):
             decisions[name] = OPEN
     return decisions
 
@@ -207,103 +192,3 @@ def look_groups(runs: pd.DataFrame, control_of: Mapping[str, str], design: Desig
         serialised = {name: decision.to_dict() for name, decision in decisions.items()}
         groups.append({"family": family, "term": term, "alpha": alpha, "decisions": serialised, "train_next": arms_to_train(decisions)})
     return groups
-
-
-def runs_counts(metric_paths: Sequence[str | Path]) -> pd.DataFrame:
-    """The runs table of these metrics files (tables.runs_table): what a look counts."""
-    from experiments.synthetic_sequences.analysis.tables import read_metrics, runs_table
-
-    return runs_table(read_metrics(metric_paths)[0])
-
-
-def verified_look(
-    path: str | Path,
-    design: Design,
-    control_of: Mapping[str, str],
-    previous: Mapping | None,
-    expected_runs: Collection[str] | None = None,
-    require_runs: bool = True,
-) -> dict:
-    """A look file that may be used: read_look and check_look_runs (planning/looks.py), then its decisions recomputed
-    from the runs it read with look_groups, the function that made them. Raises DesignError naming the file and the
-    first disagreement. With require_runs False (the Snakefile, while extraction may still rewrite a metrics file),
-    a look some of whose metrics files are missing is not recomputed; the job that reads it next checks it whole."""
-    document = read_look(path, design)
-    check_look_runs(document, path, previous, expected_runs)
-    paths = [metrics_path(results_of(path), run) for run in sorted(document["runs_read"])]
-    if missing := [metrics for metrics in paths if not Path(metrics).exists()]:
-        if require_runs:
-            raise DesignError(f"{path}: {missing[0]}, a run it read, is missing ({len(missing)} of {len(paths)})")
-        return document
-    groups = json.loads(json.dumps(look_groups(runs_counts(paths), control_of, design, document["look"], previous)))
-    if sha256_json(groups) != sha256_json(document["groups"]):
-        raise DesignError(f"{path}: {first_difference(document['groups'], groups)}; the file does not follow from its runs; {RECOMPUTE}")
-    return document
-
-
-def verified_looks(paths: Sequence[str | Path], design: Design, control_of: Mapping[str, str]) -> list[dict]:
-    """Looks 1..k in order, each verified against the one before it."""
-    documents: list[dict] = []
-    for path in paths:
-        documents.append(verified_look(path, design, control_of, documents[-1] if documents else None))
-    return documents
-
-
-def first_difference(recorded: list[Mapping], recomputed: list[Mapping]) -> str:
-    """The first place where a look file's groups and those its runs give differ, in words."""
-
-    def by_group(groups: list[Mapping]) -> dict:
-        return {(g["family"], g["term"], float(g["alpha"])): g for g in groups}
-
-    have, want = by_group(recorded), by_group(recomputed)
-    for key in sorted(set(have) | set(want)):
-        where = f"{key[0]} {key[1]} alpha={key[2]:g}"
-        if key not in have or key not in want:
-            return f"group {where} is {'in its runs but not in the file' if key in want else 'in the file but not in its runs'}"
-        for name in sorted(set(have[key]["decisions"]) | set(want[key]["decisions"])):
-            filed, made = have[key]["decisions"].get(name, {}), want[key]["decisions"].get(name, {})
-            for field in sorted(set(filed) | set(made), key=lambda field: (field != "decision", field)):
-                if json.dumps(filed.get(field)) != json.dumps(made.get(field)):
-                    return f"{where} {name}: {field} {filed.get(field)!r} in the file, {made.get(field)!r} from its runs"
-        if have[key]["train_next"] != want[key]["train_next"]:
-            return f"{where}: train_next {have[key]['train_next']} in the file, {want[key]['train_next']} from its runs"
-    return "its groups are not those its runs give"
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    from experiments.synthetic_sequences.analysis.tables import read_metrics, runs_table
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--look", type=int, required=True, help="the look, from 1")
-    parser.add_argument("--design", required=True, help="the config's design block, as JSON")
-    parser.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
-    parser.add_argument("--metrics", nargs="+", required=True, help="the metrics files of the runs this look reads")
-    parser.add_argument("--previous", nargs="*", default=[], help="the look files of every look before, in order (none at look 1)")
-    parser.add_argument("--design-reset", action="store_true", help="look 1 may follow another design (config design_reset)")
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    try:
-        design = parse_design(json.loads(args.design))
-        if design is None or not 1 <= args.look <= len(design.looks):
-            raise DesignError(f"--look {args.look}: the design has looks 1..{len(design.looks) if design else 0}")
-        if len(args.previous) != args.look - 1:
-            raise DesignError(f"--previous: look {args.look} reads the {args.look - 1} look file(s) before it, got {len(args.previous)}")
-        control_of = parse_control_of(args.control_of)
-        earlier = verified_looks(args.previous, design, control_of)
-        previous = earlier[-1] if earlier else None
-        designs_before = record_design(results_of(args.out), design, args.design_reset) if args.look == 1 else []
-        metrics, records = read_metrics(args.metrics)
-        groups = look_groups(runs_table(metrics), control_of, design, args.look, previous)
-        runs_read = {held[0]["run"]: sha256_file(path) for path, held in records.items()}
-        write_json(look_document(args.look, design, groups, runs_read, previous, designs_before), Path(args.out))
-    except OSError as err:
-        sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
-    except ValueError as err:
-        sys.exit(f"error: {err}")
-    for group in groups:
-        decided = ", ".join(f"{name} {d['decision']}" for name, d in group["decisions"].items())
-        print(f"look {args.look}, {group['family']} {group['term']} alpha={group['alpha']:g}: {decided}", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    main()

@@ -69,10 +69,10 @@ def smallest_exact_stratified_p(sizes: Sequence[tuple[int, int]]) -> float:
 
 @cache
 def exact_stratified_power(blocks: int, seeds: int, p_a: float, p_b: float, alpha: float, draws: int = POWER_DRAWS) -> float:
-    """The power of exact_stratified_p at `alpha` (p <= alpha rejects, inference.rejects) with `seeds` runs per arm in
+    """The power of exact_stratified_p at `alpha` (p <= alpha rejects, multiplicity.rejects) with `seeds` runs per arm in
     each of `blocks` blocks and take-up rates p_a and p_b in every block, simulated: `draws` pilots from a fixed seed,
     each tested as the verdict tests it. Its Monte Carlo error is at most 0.5 / sqrt(draws) (0.008 at 4,000)."""
-    from experiments.synthetic_sequences.analysis.inference import rejects
+    from experiments.synthetic_sequences.analysis.multiplicity import rejects
 
     rng = np.random.default_rng(POWER_SEED)
     took_a, took_b = rng.binomial(seeds, p_a, size=(draws, blocks)), rng.binomial(seeds, p_b, size=(draws, blocks))

@@ -22,20 +22,18 @@ aggregate writes, as parquet + CSV (+ Markdown for the small ones):
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.analysis.confounds import confound_table
 from experiments.synthetic_sequences.analysis.contrasts import contrast_table
 from experiments.synthetic_sequences.analysis.curves import convergence
+from experiments.synthetic_sequences.analysis.look_files import check_looks_read, read_looks
+from experiments.synthetic_sequences.analysis.metrics_files import RUN_RECORD, read_metrics, runs_table, write_metrics
 from experiments.synthetic_sequences.analysis.run_files import (
     check_evaluation,
     numerics_label,
@@ -45,14 +43,12 @@ from experiments.synthetic_sequences.analysis.run_files import (
     read_json,
     validation_rows,
 )
-from experiments.synthetic_sequences.analysis.sequential import verified_looks
 from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.verdict_text import markdown, verdict_markdown
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.bindings import (
     Binding,
-    BindingError,
     check_against_grid,
     check_inputs,
     keep_grid_record,
@@ -61,25 +57,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     tables_grid_file,
 )
 from experiments.synthetic_sequences.planning.grid import parse_control_of
-from experiments.synthetic_sequences.planning.looks import design_from_record
 from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout
-
-RUN_RECORD = "run_record"
-REEXTRACT = "re-extract without retraining: snakemake --cores 2 tables --forcerun extract_metrics (with the same --configfile / --config)"
-RUN_COLUMNS = [
-    "family",
-    "reference",
-    "model",
-    "controls",
-    "term",
-    "mode",
-    "alpha",
-    "seed",
-    "beta",
-    "reconstruction_scale",
-    "warm_start",
-    "numerics",
-]
 
 
 def _scalar_items(section: dict, prefix: str = ""):
@@ -150,30 +128,6 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     return frame
 
 
-def write_metrics(frame: pd.DataFrame, path: str | Path) -> None:
-    """One run's metrics file: the tidy table, and the run's record (bindings.run_record) in the file's metadata."""
-    plain = frame.copy(deep=False)
-    plain.attrs = {}  # the record goes in once, as the file's own metadata, not in pandas' attrs that every derived frame keeps
-    table = pa.Table.from_pandas(plain, preserve_index=False)
-    table = table.replace_schema_metadata({**table.schema.metadata, RUN_RECORD.encode(): json.dumps(frame.attrs[RUN_RECORD]).encode()})
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
-
-
-def read_metrics(paths: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[str, list[dict]]]:
-    """Every metrics file as one frame, and each file's run records (an older extraction carries none)."""
-    records = {}
-    for path in paths:
-        carried = (pq.read_schema(path).metadata or {}).get(RUN_RECORD.encode())
-        if carried is None:
-            raise ValueError(f"{path} carries no run record: it was extracted by an older version; {REEXTRACT}")
-        records[str(path)] = [json.loads(carried)]
-    # one dataset read, in the files' order, converted to pandas once: 40% faster than a table per file at 1,000 runs
-    table = ds.dataset([str(path) for path in paths], format="parquet").to_table()
-    pooled = {key: value for key, value in (table.schema.metadata or {}).items() if key != RUN_RECORD.encode()}
-    return table.replace_schema_metadata(pooled).to_pandas(), records  # the pooled table carries no one run's record
-
-
 def write_table(frame: pd.DataFrame, stem: Path, formats: Sequence[str] = ("parquet", "csv", "md")) -> None:
     for fmt in formats:
         with atomic_path(stem.with_suffix(f".{fmt}")) as tmp:
@@ -183,16 +137,6 @@ def write_table(frame: pd.DataFrame, stem: Path, formats: Sequence[str] = ("parq
                 frame.to_csv(tmp, index=False)
             else:
                 tmp.write_text(markdown(frame, floatfmt=".4g") + "\n")
-
-
-def runs_table(metrics: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: its test-split metrics, its diagnostics (scope `run`) and its strategy information within each
-    task (`strategy_information_<task>`) as columns."""
-    within_task = metrics[metrics.scope.str.startswith("task:") & (metrics.metric == "strategy_information")]
-    within_task = within_task.assign(metric="strategy_information_" + within_task.scope.str.removeprefix("task:"))
-    per_run = pd.concat([metrics[metrics.scope.isin(("overall", "run"))], within_task])
-    table = per_run.pivot_table(index=RUN_COLUMNS, columns="metric", values="value").reset_index().rename_axis(columns=None)
-    return table.dropna(axis=1, how="all")
 
 
 def curves_table(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -246,28 +190,6 @@ def aggregate(
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables
-
-
-def read_looks(paths: Sequence[str | Path], control_of: dict[str, str]) -> list[dict]:
-    """A sequential design's look files, verified in order (sequential.verified_looks) under the design they record."""
-    if not paths:
-        return []
-    try:
-        design = design_from_record(json.loads(Path(paths[0]).read_text())["design"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{paths[0]}: not a readable look file ({err})") from err
-    return verified_looks(paths, design, control_of)
-
-
-def check_looks_read(looks: Sequence[dict], grid: dict) -> None:
-    """The runs the look files read, together, are the runs of the grid record the tables hold the metrics to."""
-    read = set().union(*(look["runs_read"] for look in looks))
-    if read != set(grid["runs"]):
-        odd = sorted(read ^ set(grid["runs"]))
-        raise BindingError(
-            f"the look files read {len(read)} runs and the grid record names {len(grid['runs'])}; {odd[0]} is in "
-            f"{'the looks only' if odd[0] in read else 'the grid record only'}: the record is not of these looks"
-        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

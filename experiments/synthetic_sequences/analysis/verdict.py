@@ -12,7 +12,8 @@ import pandas as pd
 
 from experiments.synthetic_sequences.analysis.contrasts import BLOCK, MARGINS, ONSET, PRIMARY, arms
 from experiments.synthetic_sequences.analysis.curves import ROUNDING_FLOOR, TAKEUP_THRESHOLD
-from experiments.synthetic_sequences.analysis.inference import ALPHA, DECISION_DIGITS, POWER, kaplan_meier, rejects
+from experiments.synthetic_sequences.analysis.inference import ALPHA, POWER, kaplan_meier
+from experiments.synthetic_sequences.analysis.multiplicity import DECISION_DIGITS, rejects
 from experiments.synthetic_sequences.analysis.takeup_table import ROUNDING, block_counts
 from experiments.synthetic_sequences.analysis.verdict_phrases import (
     contrast_text,

@@ -8,7 +8,9 @@ import math
 import pandas as pd
 
 from experiments.synthetic_sequences.analysis.contrasts import BLOCK, MARGINS, ONSET, PRIMARY
-from experiments.synthetic_sequences.analysis.inference import ALPHA, MAX_SEEDS, rejects, takeup_sizing
+from experiments.synthetic_sequences.analysis.inference import ALPHA, MAX_SEEDS
+from experiments.synthetic_sequences.analysis.multiplicity import rejects
+from experiments.synthetic_sequences.analysis.stratified import POWER_DRAWS
 
 
 def finite(value) -> bool:
@@ -77,6 +79,13 @@ def resolvability(row: dict, planned: int) -> str:
     elif row["subset"] == "all" and row["metric"] != PRIMARY:
         text += "; no seed count is estimated from it: it mixes runs that took up with runs that did not (see take-up)"
     return text
+
+
+def takeup_sizing(blocks: int) -> str:
+    """How takeup_seeds_needed sized a take-up contrast whose rates differ, as the verdict names it."""
+    if blocks > 1:
+        return f"80% power of the exact test stratified by reference, simulated over {POWER_DRAWS:,} pilots"
+    return "80% power of Boschloo's test, enumerated"
 
 
 def sizing(row: dict, blocks: int) -> str:

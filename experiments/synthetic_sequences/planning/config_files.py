@@ -116,6 +116,8 @@ def run_list_problem(value: object, schema: dict, where: str, what: str) -> str 
     bounds are the schema's."""
     count, listed = (next(alt for alt in schema["oneOf"] if alt["type"] == kind) for kind in ("integer", "array"))
     items = listed["items"]
+    if isinstance(value, float) or (isinstance(value, list) and any(isinstance(item, float) for item in value)):
+        return None  # a count written as a float: check_integers names it, after the schema
     if isinstance(value, bool) or not isinstance(value, int | list):
         return f"{where}: {value!r} is neither a count nor a list of {what}s"
     if isinstance(value, int):
