@@ -191,7 +191,7 @@ def test_a_look_file_of_another_experiment_is_refused(copied):
     assert "but the look read 000000000000: the look was made from other runs" in lines(refused)
 
 
-@pytest.mark.parametrize("deleted", ["design/look1.json", "design"])
+@pytest.mark.parametrize("deleted", ["design/look1.json", pytest.param("design", marks=pytest.mark.slow)])
 def test_a_deleted_look_is_recomputed_with_the_looks_after_it_and_the_tables(copied, deleted):
     config, results = copied
     before = [look(results, k) for k in (1, 2)]
@@ -207,6 +207,7 @@ def test_a_deleted_look_is_recomputed_with_the_looks_after_it_and_the_tables(cop
     assert "Nothing to be done" in lines(rerun(config, results, "-n"))
 
 
+@pytest.mark.slow
 def test_a_forced_look_rebuilds_the_tables(copied):
     config, results = copied
     verdict_time = (results / "tables" / "verdict.md").stat().st_mtime_ns
