@@ -413,10 +413,11 @@ def tables_grid():
     return list(GRID.values()) if DESIGN is None else trained_by(looks_reached())
 
 
-def write_grid_record(look_files, path, log):
+def write_grid_record(path, log):
     """The record of the runs the tables read: the fixed grid's document (built and checked at parse time), or that of
-    the runs the look files trained. write_grid refuses a document that is not the one the record's name asks for."""
-    document = GRID_DOCUMENT if DESIGN is None else grid_document(trained_by([json.loads(Path(look).read_text()) for look in look_files]))
+    the runs the looks trained, read from the verified look files. write_grid refuses a document that is not the one
+    the record's name asks for."""
+    document = GRID_DOCUMENT if DESIGN is None else grid_document(tables_grid())
     write_grid(document, path)
     Path(log).write_text(f"{path}: the record of {len(document['runs'])} runs\n")
 

@@ -7,7 +7,7 @@ rule record_grid:
         results("logs/record_grid.log" if DESIGN is None else "logs/record_grid/{digest}.log"),
     run:
         # written here so that only a run that will read it writes it
-        write_grid_record(input.looks, output[0], log[0])
+        write_grid_record(output[0], log[0])
 
 
 rule extract_metrics:
