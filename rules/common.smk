@@ -190,6 +190,11 @@ def seeds_per_job():
     return config.get("seeds_per_job", 1)
 
 
+def chunk_training():
+    """How a training job trains its chunk's seeds: lockstep or sequential (cvae_run.train)."""
+    return config.get("chunk_training", "lockstep")
+
+
 def chunk_runs(wildcards):
     """The runs of a training job's chunk, in seed order."""
     path = CHUNK.format(**wildcards)

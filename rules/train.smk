@@ -30,8 +30,10 @@ rule train_run:
     params:
         seeds=chunk_flags,
         settings=family_settings,
+        chunk_training=chunk_training(),
     shell:
         "python -m experiments.synthetic_sequences.training.train_disentangled --threads {threads} "
+        "--chunk-training {params.chunk_training} "
         "--train-records {input.train:q} --val-records {input.val:q} --test-records {input.test:q} "
         "--train-scores {input.train_scores:q} --val-scores {input.val_scores:q} --reference {input.reference:q} "
         "--reconstruction-loss-token-aggregation-mode {wildcards.mode:q} --reconstruction-term {wildcards.term:q} "

@@ -59,8 +59,36 @@ def test_a_seed_of_a_chunk_starts_and_moves_as_its_own_run(io_flags, lone_seed_1
     assert json.loads((tmp_path / "seed1" / "metadata.json").read_text())["chunk"]["seeds"] == [0, 1, 2]
 
 
+def test_seeds_one_after_another_in_one_process_are_the_runs_trained_alone_bit_for_bit(io_flags, lone_seed_1, tmp_path):
+    """chunk_training sequential: seed 0 trains first in the same process, then seed 1, which must still be exactly
+    the run of seed 1 alone (every logged number and every weight)."""
+    main(chunk_flags(io_flags, "sum", tmp_path, [0, 1], 100, "--chunk-training", "sequential"))
+    assert train_rows(tmp_path / "seed1") == train_rows(lone_seed_1)
+    ours, alone = (torch.load(folder / "model.pt", weights_only=True)["model"] for folder in (tmp_path / "seed1", lone_seed_1))
+    assert all(torch.equal(ours[name], alone[name]) for name in alone)
+    chunk = json.loads((tmp_path / "seed1" / "metadata.json").read_text())["chunk"]
+    assert chunk["seeds"] == [1] and chunk["job_seeds"] == [0, 1] and chunk["training"] == "sequential"
+
+
+def test_a_seed_that_stops_in_a_sequential_job_does_not_stop_the_next(io_flags, lone_seed_1, tmp_path, monkeypatch):
+    built = model_setup.initial_model
+
+    def poisoned(config, inputs):
+        model = built(config, inputs)
+        if config.optim.seed == 5:
+            with torch.no_grad():
+                model.router.out.weight.fill_(float("nan"))
+        return model
+
+    monkeypatch.setattr(model_setup, "initial_model", poisoned)
+    with pytest.raises(SystemExit, match=r"seed 5 stopped at step 0: loss is nan"):
+        main(chunk_flags(io_flags, "sum", tmp_path, [5, 1], 100, "--chunk-training", "sequential"))
+    assert train_rows(tmp_path / "seed1") == train_rows(lone_seed_1)
+    assert "finished" in json.loads((tmp_path / "seed1" / "metadata.json").read_text())
+
+
 def test_the_initial_weights_of_a_stacked_seed_are_its_own_runs(io_flags, data_dir, tmp_path):
-    [config0, config1], _, _ = parse_config(chunk_flags(io_flags, "mean", tmp_path, [0, 1], 2))
+    [config0, config1], *_ = parse_config(chunk_flags(io_flags, "mean", tmp_path, [0, 1], 2))
     inputs = load_inputs(config0)
     stack = model_setup.initial_stack([config0, config1], inputs, "cpu")
     for index, config in enumerate((config0, config1)):

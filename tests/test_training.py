@@ -36,7 +36,7 @@ def batch_and_base(data_dir, scored):
 
 
 def tiny_config(model, *extra):
-    [config], _, _ = parse_config(
+    [config], *_ = parse_config(
         ["--train-records", "a", "--val-records", "b", "--test-records", "c", "--train-scores", "d", "--val-scores", "e"]
         + ["--reference", "f", "--run-dir", "g", "--model", model, *TINY_MODEL[:-2], *extra]
     )
@@ -218,8 +218,8 @@ AS_FLAGS = ["--beta", "0.2", "--steps", "30", "--reconstruction-term", "hybrid",
 def test_settings_as_one_json_object_give_the_config_the_flags_give():
     paths = ["--train-records", "t", "--val-records", "v", "--test-records", "x", "--train-scores", "a", "--val-scores", "b"]
     paths += ["--reference", "r", "--run-dir", "d"]
-    from_json, _, _ = parse_config([*paths, "--settings", json.dumps(AS_JSON)])
-    from_flags, _, _ = parse_config([*paths, *AS_FLAGS])
+    from_json, *_ = parse_config([*paths, "--settings", json.dumps(AS_JSON)])
+    from_flags, *_ = parse_config([*paths, *AS_FLAGS])
     assert from_json == from_flags
     assert from_json[0].objective.beta == 0.2 and from_json[0].optim.steps == 30
 

@@ -64,7 +64,15 @@ def hybrid_scale_note(config: TrainConfig) -> str | None:
 
 
 def start_metadata(
-    config: TrainConfig, inputs: RunInputs, spec: Objective, device, start_step: int, stack, inputs_sha256: dict, chunk: list
+    config: TrainConfig,
+    inputs: RunInputs,
+    spec: Objective,
+    device,
+    start_step: int,
+    stack,
+    inputs_sha256: dict,
+    chunk: list,
+    job_seeds: list | None = None,
 ) -> dict:
     return {
         "reconstruction_loss_token_aggregation_mode": config.mode.value,
@@ -78,7 +86,9 @@ def start_metadata(
         "started": now(),
         "resumed_from_step": start_step or None,
         "parameters": sum(p[0].numel() for p in stack.parameters()),
-        "chunk": {"seeds": chunk, "device": str(device)},  # the seeds trained with this one, in lockstep
+        # the seeds trained with this one in lockstep, and, one after another, the seeds of its job
+        "chunk": {"seeds": chunk, "device": str(device), "training": "lockstep" if job_seeds is None else "sequential"}
+        | ({"job_seeds": job_seeds} if job_seeds is not None else {}),
         "resolved": {
             "controls": config.objective.controls,
             "mean_train_tokens": inputs.mean_train_tokens,
@@ -130,12 +140,19 @@ def finished_already(config: TrainConfig, inputs_sha256: dict, commit: str) -> b
     )
 
 
-def train(configs: list[TrainConfig], manifest: Path | None = None) -> dict[int, dict]:
-    """Train, evaluate and write one arm's seeds in lockstep, each to its own run directory; returns each trained seed's
-    evaluation (eval.json). A seed already finished with these settings and inputs is kept, not retrained. When every
-    seed has finished, `manifest` (the workflow's record of the chunk) is written, last.
+CHUNK_TRAINING = ("lockstep", "sequential")  # a chunk's seeds: one forward/backward pass for all, or one after another
+
+
+def train(configs: list[TrainConfig], manifest: Path | None = None, chunk_training: str = "lockstep") -> dict[int, dict]:
+    """Train, evaluate and write one arm's seeds, each to its own run directory: in lockstep, or one after another in
+    this process (each seed then trains as a chunk of one: the numbers of a seed trained alone, with the inputs loaded
+    and hashed once). Returns each trained seed's evaluation (eval.json). A seed already finished with these settings
+    and inputs is kept, not retrained. When every seed has finished, `manifest` (the workflow's record of the chunk) is
+    written, last.
 
     Raises SeedsStopped, after the other seeds are written, when a seed's loss turned non-finite."""
+    if chunk_training not in CHUNK_TRAINING:
+        raise ValueError(f"chunk_training: {chunk_training!r} is not one of {', '.join(CHUNK_TRAINING)}")
     called = time.perf_counter()
     check_chunk(configs)
     device = resolve_device(configs[0].run.device)
@@ -153,13 +170,33 @@ def train(configs: list[TrainConfig], manifest: Path | None = None) -> dict[int,
         for config in configs:
             if config not in todo:
                 print(f"seed {config.optim.seed}: {config.run.path} is finished with these settings and inputs; kept", file=sys.stderr)
-        evaluations = train_seeds(todo, inputs, inputs_sha256, device, called) if todo else {}
+        if chunk_training == "lockstep":
+            evaluations = train_seeds(todo, inputs, inputs_sha256, device, called) if todo else {}
+        else:
+            evaluations = train_one_after_another(todo, inputs, inputs_sha256, device, called)
         if manifest is not None:
             write_manifest(manifest, configs)
     return evaluations
 
 
-def train_seeds(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: dict, device, called: float) -> dict[int, dict]:
+def train_one_after_another(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: dict, device, called: float) -> dict[int, dict]:
+    """Each seed as a chunk of one, in turn; a seed that stops does not stop the next. Setup time is each seed's own
+    from the second on (the inputs were loaded once, for the first)."""
+    evaluations, stopped = {}, []
+    for config in configs:
+        try:
+            evaluations |= train_seeds([config], inputs, inputs_sha256, device, called, job_seeds=[c.optim.seed for c in configs])
+        except SeedsStopped as err:
+            stopped.append(str(err))
+        called = time.perf_counter()
+    if stopped:
+        raise SeedsStopped("; ".join(stopped))
+    return evaluations
+
+
+def train_seeds(
+    configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: dict, device, called: float, job_seeds: list[int] | None = None
+) -> dict[int, dict]:
     """Train the seeds of `configs` together from their first step or from the chunk's resume state; write each."""
     stack = initial_stack(configs, inputs, device)
     optimizer = build_optimizer(stack.named_stacked(), configs[0])
@@ -172,7 +209,7 @@ def train_seeds(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: di
         clear_outputs(seed.config.run.path)
         seed.log = MetricsLog(seed.config.run.layout.partial_metrics_log, keep=rows_logged.get(seed.key, 0))
         metadata[seed.key] = start_metadata(
-            seed.config, inputs, spec, device, start_step, stack, inputs_sha256, [seed.config.optim.seed for seed in seeds]
+            seed.config, inputs, spec, device, start_step, stack, inputs_sha256, [seed.config.optim.seed for seed in seeds], job_seeds
         )
         write_json(seed.config.to_dict(), seed.config.run.layout.run_config)
         write_json(metadata[seed.key], seed.config.run.layout.metadata)

@@ -29,13 +29,20 @@ import torch
 
 from core.disentanglement.cli import add_settings_flags
 from core.disentanglement.training import NonFiniteLoss
-from experiments.synthetic_sequences.training.cvae_run import train
+from experiments.synthetic_sequences.training.cvae_run import CHUNK_TRAINING, train
 from experiments.synthetic_sequences.training.settings import TrainConfig
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument(
+        "--chunk-training",
+        choices=CHUNK_TRAINING,
+        default="lockstep",
+        help="the seeds together, one forward/backward pass for all (lockstep), or one after another in this process "
+        "(sequential: each seed's numbers are those of the seed trained alone; start-up is paid once)",
+    )
     parser.add_argument(
         "--chunk-manifest", type=Path, default=None, help="written last, when every seed has finished: the workflow's record of the chunk"
     )
@@ -51,10 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_config(argv: Sequence[str] | None = None) -> tuple[list[TrainConfig], int | None, Path | None]:
+def parse_config(argv: Sequence[str] | None = None) -> tuple[list[TrainConfig], int | None, Path | None, str]:
+    """The seeds' configs, and the job's threads, chunk manifest and chunk training."""
     parser = build_parser()
     args = vars(parser.parse_args(argv))
     threads, manifest, seeds, run_dirs = args.pop("threads"), args.pop("chunk_manifest"), args.pop("seed"), args.pop("run_dir")
+    chunk_training = args.pop("chunk_training")
     settings = args.pop("settings")
     if paired := sorted(set(settings) & {"seed", "run_dir"}):
         parser.error(f"{', '.join(paired)}: not in --settings; give the seeds and their folders as --seed and --run-dir")
@@ -72,6 +81,7 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[list[TrainConfig], 
             ],
             threads,
             manifest,
+            chunk_training,
         )
     except ValueError as err:
         parser.error(str(err))
@@ -88,11 +98,11 @@ def json_object(text: str) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    configs, threads, manifest = parse_config(argv)
+    configs, threads, manifest, chunk_training = parse_config(argv)
     if threads:
         torch.set_num_threads(threads)
     try:
-        evaluations = train(configs, manifest)
+        evaluations = train(configs, manifest, chunk_training)
     except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
         sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
     except (ValueError, NonFiniteLoss) as err:  # RunDirectoryBusy is a ValueError; SeedsStopped a NonFiniteLoss
