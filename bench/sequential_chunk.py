@@ -75,9 +75,8 @@ def main() -> None:
     args = parser.parse_args()
     base, first = trainer_command(args.results)
     seeds = [str(first), str(first + 1)]
-    print(
-        "| pair | A: two processes | B: one, sequential | B / A | inside A, B | outside A, B | same numbers |\n|---|---|---|---|---|---|---|"
-    )
+    print("| pair | A: two processes | B: one, sequential | B / A | inside A, B | outside A, B | same numbers |")
+    print("|---|---|---|---|---|---|---|")
     for pair in range(1, args.pairs + 1):
         a, b = args.out / f"A{pair}", args.out / f"B{pair}"
         shutil.rmtree(a, ignore_errors=True)
