@@ -43,6 +43,12 @@ class Seed:
         return str(self.config.optim.seed)
 
 
+def chunk_description(seeds: list[Seed], job_seeds: list[int] | None) -> dict:
+    """The seeds trained with a run in lockstep, and, where its job trains them one after another, the job's seeds."""
+    described = {"seeds": [seed.config.optim.seed for seed in seeds], "training": "lockstep" if job_seeds is None else "sequential"}
+    return described if job_seeds is None else {**described, "job_seeds": job_seeds}
+
+
 def stack_batches(batches: list[SequenceBatch], pad: int) -> SequenceBatch:
     """The seeds' batches as one batch of [S, B, ...] fields, each padded to the chunk's longest sequence."""
     length, steps = max(b.tokens.shape[1] for b in batches), max(b.y.shape[1] for b in batches)

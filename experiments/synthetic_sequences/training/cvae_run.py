@@ -24,7 +24,7 @@ from core.disentanglement.batching import BatchSchedule
 from core.disentanglement.config import NORMALISED_TERMS
 from core.disentanglement.training import LoopSchedule, NonFiniteLoss, TrainingLoop
 from experiments.synthetic_sequences.run_layout import FINISHED, finished_at
-from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chunk_settings, resume_file
+from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chunk_description, chunk_settings, resume_file
 from experiments.synthetic_sequences.training.evaluate import evaluate
 from experiments.synthetic_sequences.training.inputs import RunInputs, load_inputs
 from experiments.synthetic_sequences.training.model_setup import build_optimizer, initial_model, initial_stack, resolve_device
@@ -64,15 +64,7 @@ def hybrid_scale_note(config: TrainConfig) -> str | None:
 
 
 def start_metadata(
-    config: TrainConfig,
-    inputs: RunInputs,
-    spec: Objective,
-    device,
-    start_step: int,
-    stack,
-    inputs_sha256: dict,
-    chunk: list,
-    job_seeds: list | None = None,
+    config: TrainConfig, inputs: RunInputs, spec: Objective, device, start_step: int, stack, inputs_sha256: dict, chunk: dict
 ) -> dict:
     return {
         "reconstruction_loss_token_aggregation_mode": config.mode.value,
@@ -86,9 +78,7 @@ def start_metadata(
         "started": now(),
         "resumed_from_step": start_step or None,
         "parameters": sum(p[0].numel() for p in stack.parameters()),
-        # the seeds trained with this one in lockstep, and, one after another, the seeds of its job
-        "chunk": {"seeds": chunk, "device": str(device), "training": "lockstep" if job_seeds is None else "sequential"}
-        | ({"job_seeds": job_seeds} if job_seeds is not None else {}),
+        "chunk": {**chunk, "device": str(device)},  # the seeds trained with this one (chunk_description)
         "resolved": {
             "controls": config.objective.controls,
             "mean_train_tokens": inputs.mean_train_tokens,
@@ -144,11 +134,9 @@ CHUNK_TRAINING = ("lockstep", "sequential")  # a chunk's seeds: one forward/back
 
 
 def train(configs: list[TrainConfig], manifest: Path | None = None, chunk_training: str = "lockstep") -> dict[int, dict]:
-    """Train, evaluate and write one arm's seeds, each to its own run directory: in lockstep, or one after another in
-    this process (each seed then trains as a chunk of one: the numbers of a seed trained alone, with the inputs loaded
-    and hashed once). Returns each trained seed's evaluation (eval.json). A seed already finished with these settings
-    and inputs is kept, not retrained. When every seed has finished, `manifest` (the workflow's record of the chunk) is
-    written, last.
+    """Train, evaluate and write one arm's seeds, each to its own run directory, in lockstep or one after another
+    (train_one_after_another); returns each trained seed's evaluation (eval.json). A seed already finished with these
+    settings and inputs is kept. When every seed has finished, `manifest` (the workflow's record) is written, last.
 
     Raises SeedsStopped, after the other seeds are written, when a seed's loss turned non-finite."""
     if chunk_training not in CHUNK_TRAINING:
@@ -180,8 +168,8 @@ def train(configs: list[TrainConfig], manifest: Path | None = None, chunk_traini
 
 
 def train_one_after_another(configs: list[TrainConfig], inputs: RunInputs, inputs_sha256: dict, device, called: float) -> dict[int, dict]:
-    """Each seed as a chunk of one, in turn; a seed that stops does not stop the next. Setup time is each seed's own
-    from the second on (the inputs were loaded once, for the first)."""
+    """Each seed as a chunk of one, in turn: the numbers of the seed trained alone, with the inputs loaded and hashed
+    once. A seed that stops does not stop the next. Setup time is each seed's own from the second on."""
     evaluations, stopped = {}, []
     for config in configs:
         try:
@@ -209,7 +197,7 @@ def train_seeds(
         clear_outputs(seed.config.run.path)
         seed.log = MetricsLog(seed.config.run.layout.partial_metrics_log, keep=rows_logged.get(seed.key, 0))
         metadata[seed.key] = start_metadata(
-            seed.config, inputs, spec, device, start_step, stack, inputs_sha256, [seed.config.optim.seed for seed in seeds], job_seeds
+            seed.config, inputs, spec, device, start_step, stack, inputs_sha256, chunk_description(seeds, job_seeds)
         )
         write_json(seed.config.to_dict(), seed.config.run.layout.run_config)
         write_json(metadata[seed.key], seed.config.run.layout.metadata)
