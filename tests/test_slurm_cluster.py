@@ -174,9 +174,9 @@ def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, t
 def test_a_sequential_design_runs_its_looks_on_slurm(cluster, tmp_path):
     """The tiny two-look design of test_design_workflow through the profile: each look's training runs are Slurm
     jobs, the looks themselves run where snakemake runs (localrules), and the tables read every look's runs."""
-    from test_design_workflow import design_config
+    from test_design_workflow import LOOKS, PER_JOB, SPENDING, design_config
 
-    config, results = design_config(tmp_path, [2, 4], "obrien-fleming", 2), tmp_path / "results"
+    config, results = design_config(tmp_path, LOOKS, SPENDING, PER_JOB), tmp_path / "results"
     first = next_job_id()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     command = [
@@ -187,9 +187,9 @@ def test_a_sequential_design_runs_its_looks_on_slurm(cluster, tmp_path):
     run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     second = json.loads((results / "design" / "look2.json").read_text())
-    assert len(second["runs_read"]) == 12 and len(pd.read_parquet(results / "tables" / "runs.parquet")) == 12
+    assert len(second["runs_read"]) == 24 and len(pd.read_parquet(results / "tables" / "runs.parquet")) == 24
     jobs = sacct_jobs(first)
     assert not any("design_look" in job["Comment"] for job in jobs), "the looks run where snakemake runs"
     packs = [job for job in jobs if not job["Comment"].startswith(ZFREE_JOB)]
     trained = sorted(tuple(run.values()) for job in packs if job["State"] == "COMPLETED" for run in runs_of(job))
-    assert len(trained) == len(set(trained)) == 12, "every run of both looks trained once, in a Slurm job"
+    assert len(trained) == len(set(trained)) == 24, "every run of both looks trained once, in a Slurm job"
