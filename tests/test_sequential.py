@@ -164,3 +164,19 @@ def test_a_design_with_a_look_that_can_decide_nothing_is_refused_naming_the_look
     with pytest.raises(DesignError, match=r"design.looks\[0\]: .*" + message):
         check_decidable(sequential(looks, maximum, spending), [arms])
     check_decidable(sequential([(5, 2), (5, 3), (5, 4)], 20), [["mean", "sum", "scale", "balance"]])  # config/sequential.yaml
+
+
+def test_the_tables_refuse_looks_whose_runs_are_not_the_grid_records(tmp_path):
+    from experiments.synthetic_sequences.analysis.look_files import check_looks_read, read_looks
+    from experiments.synthetic_sequences.planning.bindings import BindingError
+
+    looks = [{"runs_read": {"a": "1", "b": "2"}}, {"runs_read": {"b": "2", "c": "3"}}]
+    check_looks_read(looks, {"runs": {"a": {}, "b": {}, "c": {}}})
+    with pytest.raises(BindingError, match=r"the look files read 3 runs and the grid record names 2; c is in the looks only"):
+        check_looks_read(looks, {"runs": {"a": {}, "b": {}}})
+    with pytest.raises(BindingError, match=r"d is in the grid record only"):
+        check_looks_read(looks, {"runs": {"a": {}, "b": {}, "c": {}, "d": {}}})
+    assert read_looks([], {}) == []
+    (tmp_path / "look1.json").write_text("{")
+    with pytest.raises(ValueError, match=r"look1.json: not a readable look file"):
+        read_looks([tmp_path / "look1.json"], {})

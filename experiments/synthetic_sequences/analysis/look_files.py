@@ -90,7 +90,7 @@ def first_difference(recorded: list[Mapping], recomputed: list[Mapping]) -> str:
 
 
 def read_looks(paths: Sequence[str | Path], control_of: dict[str, str]) -> list[dict]:
-    """A sequential design's look files, verified in order (sequential.verified_looks) under the design they record."""
+    """A sequential design's look files, verified in order (verified_looks) under the design the first records."""
     if not paths:
         return []
     try:

@@ -13,7 +13,7 @@ first disagreement:
   read_look          readable, its content matching its seal, made under the config's design, the look its name says
   check_look_runs    its previous_sha256 is the seal of the look before; every run it read still has its metrics file
                      and that file hashes as recorded; the runs are the ones the config assigns to the look
-  (analysis/sequential.verified_look adds: its decisions are what look_groups makes of those runs.)
+  (analysis/look_files.verified_look adds: its decisions are what look_groups makes of those runs.)
 
 The first look also fixes the design for its results folder: `design.json` beside `design/` records it, and a config
 whose design differs is refused even after the look files are deleted, unless design_reset is set (the record then
