@@ -59,6 +59,21 @@ def test_a_seed_of_a_chunk_starts_and_moves_as_its_own_run(io_flags, lone_seed_1
     assert json.loads((tmp_path / "seed1" / "metadata.json").read_text())["chunk"]["seeds"] == [0, 1, 2]
 
 
+@pytest.fixture
+def seed_5_poisoned(monkeypatch):
+    """Seed 5's model starts with NaN router weights, so its loss is non-finite at step 0; other seeds are untouched."""
+    built = model_setup.initial_model
+
+    def poisoned(config, inputs):
+        model = built(config, inputs)
+        if config.optim.seed == 5:
+            with torch.no_grad():
+                model.router.out.weight.fill_(float("nan"))
+        return model
+
+    monkeypatch.setattr(model_setup, "initial_model", poisoned)
+
+
 def test_seeds_one_after_another_in_one_process_are_the_runs_trained_alone_bit_for_bit(io_flags, lone_seed_1, tmp_path):
     """chunk_training sequential: seed 0 trains first in the same process, then seed 1, which must still be exactly
     the run of seed 1 alone (every logged number and every weight)."""
@@ -70,17 +85,7 @@ def test_seeds_one_after_another_in_one_process_are_the_runs_trained_alone_bit_f
     assert chunk["seeds"] == [1] and chunk["job_seeds"] == [0, 1] and chunk["training"] == "sequential"
 
 
-def test_a_seed_that_stops_in_a_sequential_job_does_not_stop_the_next(io_flags, lone_seed_1, tmp_path, monkeypatch):
-    built = model_setup.initial_model
-
-    def poisoned(config, inputs):
-        model = built(config, inputs)
-        if config.optim.seed == 5:
-            with torch.no_grad():
-                model.router.out.weight.fill_(float("nan"))
-        return model
-
-    monkeypatch.setattr(model_setup, "initial_model", poisoned)
+def test_a_seed_that_stops_in_a_sequential_job_does_not_stop_the_next(io_flags, lone_seed_1, tmp_path, seed_5_poisoned):
     with pytest.raises(SystemExit, match=r"seed 5 stopped at step 0: loss is nan"):
         main(chunk_flags(io_flags, "sum", tmp_path, [5, 1], 100, "--chunk-training", "sequential"))
     assert train_rows(tmp_path / "seed1") == train_rows(lone_seed_1)
@@ -102,17 +107,7 @@ def test_a_seeds_trajectory_does_not_depend_on_the_rest_of_its_chunk(io_flags, t
     assert largest_difference(train_rows(tmp_path / "a" / "seed1"), train_rows(tmp_path / "b" / "seed1")) <= 1e-6
 
 
-def test_a_seed_driven_to_a_non_finite_loss_stops_alone(io_flags, lone_seed_1, tmp_path, monkeypatch, capsys):
-    built = model_setup.initial_model
-
-    def poisoned(config, inputs):
-        model = built(config, inputs)
-        if config.optim.seed == 5:
-            with torch.no_grad():
-                model.router.out.weight.fill_(float("nan"))
-        return model
-
-    monkeypatch.setattr(model_setup, "initial_model", poisoned)
+def test_a_seed_driven_to_a_non_finite_loss_stops_alone(io_flags, lone_seed_1, tmp_path, seed_5_poisoned, capsys):
     with pytest.raises(SystemExit, match=r"seed 5 stopped at step 0: loss is nan"):
         main(chunk_flags(io_flags, "sum", tmp_path, [1, 5], 100))
     assert largest_difference(train_rows(tmp_path / "seed1"), train_rows(lone_seed_1)) <= 1e-6
