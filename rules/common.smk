@@ -351,9 +351,10 @@ def verified_look_file(design, look, previous):
     path = look_file(look)
     key = (look, os.stat(path).st_mtime_ns, previous["sha256"] if previous else None)
     if key not in VERIFIED_LOOKS:
+        control_of = control_families(config["families"])
         opened = open_arms_of(previous) if previous else None
-        expected = [spec.path for spec in look_specs(GRID.values(), control_families(config["families"]), references(), top_seeds(), design.looks[look - 1], opened)]
-        VERIFIED_LOOKS[key] = verified_look(path, design, control_families(config["families"]), previous, expected, require_runs=False)
+        expected = [spec.path for spec in look_specs(GRID.values(), control_of, references(), top_seeds(), design.looks[look - 1], opened)]
+        VERIFIED_LOOKS[key] = verified_look(path, design, control_of, previous, expected, require_runs=False)
     return VERIFIED_LOOKS[key]
 
 

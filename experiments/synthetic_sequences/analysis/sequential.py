@@ -48,9 +48,7 @@ from experiments.synthetic_sequences.analysis.contrasts import (
     takeup_p,
 )
 from experiments.synthetic_sequences.planning.design import EQUIVALENT, OPEN, UNDECIDED, Design, DesignError
-from experiments.synthetic_sequences.planning.looks import (
-    Group,
-)
+from experiments.synthetic_sequences.planning.looks import Group
 
 SMALLEST_INCREMENT = 1e-6  # a look spending less alpha than this can decide nothing (check_decidable)
 

@@ -24,6 +24,8 @@ from functools import cache
 
 import numpy as np
 
+from experiments.synthetic_sequences.analysis.multiplicity import rejects
+
 NAN = math.nan
 BOOTSTRAP_DRAWS = 2_000
 RELATIVE_TOLERANCE = 1 + 1e-7  # outcomes as likely as the observed one, up to float error, count as no likelier
@@ -72,8 +74,6 @@ def exact_stratified_power(blocks: int, seeds: int, p_a: float, p_b: float, alph
     """The power of exact_stratified_p at `alpha` (p <= alpha rejects, multiplicity.rejects) with `seeds` runs per arm in
     each of `blocks` blocks and take-up rates p_a and p_b in every block, simulated: `draws` pilots from a fixed seed,
     each tested as the verdict tests it. Its Monte Carlo error is at most 0.5 / sqrt(draws) (0.008 at 4,000)."""
-    from experiments.synthetic_sequences.analysis.multiplicity import rejects
-
     rng = np.random.default_rng(POWER_SEED)
     took_a, took_b = rng.binomial(seeds, p_a, size=(draws, blocks)), rng.binomial(seeds, p_b, size=(draws, blocks))
     margins = np.sort(took_a + took_b, axis=1)  # the test is the same whatever order the blocks come in
