@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from core.disentanglement.lockstep import SeedStack
+from experiments.synthetic_sequences.analysis.run_files import execution_label, numerics_label
 from experiments.synthetic_sequences.run_layout import RESUME
 from experiments.synthetic_sequences.training import model_setup
 from experiments.synthetic_sequences.training.inputs import load_inputs
@@ -56,7 +57,12 @@ def test_a_seed_of_a_chunk_starts_and_moves_as_its_own_run(io_flags, lone_seed_1
     together, alone = train_rows(tmp_path / "seed1"), train_rows(lone_seed_1)[:20]
     assert math.isclose(together[0]["loss"], alone[0]["loss"], rel_tol=1e-6)
     assert largest_difference(together, alone) <= 1e-4
-    assert json.loads((tmp_path / "seed1" / "metadata.json").read_text())["chunk"]["seeds"] == [0, 1, 2]
+    metadata = json.loads((tmp_path / "seed1" / "metadata.json").read_text())
+    assert metadata["chunk"]["seeds"] == [0, 1, 2]
+    execution = {"compiled": False, "chunk_training": "lockstep", "seeds_per_pass": 3, "seeds_per_process": 3}
+    assert metadata["numerics"]["execution"] == execution
+    assert numerics_label(metadata["numerics"]).endswith(", eager, 3 seeds per pass")
+    assert execution_label(metadata["numerics"]) == "lockstep, 3 seeds per process"
 
 
 @pytest.fixture
@@ -81,8 +87,11 @@ def test_seeds_one_after_another_in_one_process_are_the_runs_trained_alone_bit_f
     assert train_rows(tmp_path / "seed1") == train_rows(lone_seed_1)
     ours, alone = (torch.load(folder / "model.pt", weights_only=True)["model"] for folder in (tmp_path / "seed1", lone_seed_1))
     assert all(torch.equal(ours[name], alone[name]) for name in alone)
-    chunk = json.loads((tmp_path / "seed1" / "metadata.json").read_text())["chunk"]
+    metadata = json.loads((tmp_path / "seed1" / "metadata.json").read_text())
+    chunk = metadata["chunk"]
     assert chunk["seeds"] == [1] and chunk["job_seeds"] == [0, 1] and chunk["training"] == "sequential"
+    assert numerics_label(metadata["numerics"]).endswith(", eager, 1 seed per pass")
+    assert execution_label(metadata["numerics"]) == "sequential, 2 seeds per process"
 
 
 def test_a_seed_that_stops_in_a_sequential_job_does_not_stop_the_next(io_flags, lone_seed_1, tmp_path, seed_5_poisoned):

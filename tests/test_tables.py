@@ -18,7 +18,8 @@ def run(family, controls, term, mode, seed, nmi, mi=0.5, converged=1.0):
     return {
         "family": family,
         "reference": 0,
-        "numerics": "AVX2 kernels, a test CPU, 1 thread, float32, torch 2.13.0+cpu",
+        "numerics": "AVX2 kernels, a test CPU, 1 thread, float32, torch 2.13.0+cpu, eager, 1 seed per pass",
+        "execution": "sequential, 2 seeds per process",
         "model": "shared_discrete",
         "controls": controls,
         "term": term,

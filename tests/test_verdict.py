@@ -28,7 +28,8 @@ def arm_runs(arm: str, took_up: int, seeds: int, *, mi: float = 0.8, information
             {
                 "family": family,
                 "reference": 0,
-                "numerics": "AVX2 kernels, a test CPU, 1 thread, float32, torch 2.13.0+cpu",
+                "numerics": "AVX2 kernels, a test CPU, 1 thread, float32, torch 2.13.0+cpu, eager, 1 seed per pass",
+                "execution": "sequential, 2 seeds per process",
                 "model": "shared_discrete",
                 "controls": controls,
                 "term": "raw",

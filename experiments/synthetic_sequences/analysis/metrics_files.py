@@ -29,6 +29,7 @@ RUN_COLUMNS = [
     "reconstruction_scale",
     "warm_start",
     "numerics",
+    "execution",
 ]
 
 

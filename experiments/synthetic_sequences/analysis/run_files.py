@@ -175,10 +175,25 @@ def parse_run_config(text: bytes, run_dir: Path) -> dict:
     return run_config
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
 def numerics_label(record: Mapping | None) -> str:
-    """One line of a numerics record: 'AVX2 kernels, AMD EPYC 7B13, 1 thread, float32, torch 2.13.0+cpu'."""
+    """One line of what decides a run's floats: 'AVX2 kernels, AMD EPYC 7B13, 1 thread, float32, torch 2.13.0+cpu,
+    eager, 1 seed per pass' (the execution path where the run recorded one)."""
     if not record:
         return "not recorded"
     kernels = record["cuda_device"] if "cuda_device" in record else f"{record['cpu_capability']} kernels"
-    threads = f"{record['threads']} thread{'s' if record['threads'] != 1 else ''}"
-    return f"{kernels}, {record['cpu_model']}, {threads}, {record['dtype']}, torch {record['torch']}"
+    label = f"{kernels}, {record['cpu_model']}, {plural(record['threads'], 'thread')}, {record['dtype']}, torch {record['torch']}"
+    if execution := record.get("execution"):
+        label += f", {'compiled' if execution['compiled'] else 'eager'}, {plural(execution['seeds_per_pass'], 'seed')} per pass"
+    return label
+
+
+def execution_label(record: Mapping | None) -> str:
+    """How a run's job trained its seeds, which does not move its floats: 'sequential, 2 seeds per process'."""
+    execution = (record or {}).get("execution")
+    if not execution:
+        return "not recorded"
+    return f"{execution['chunk_training']}, {plural(execution['seeds_per_process'], 'seed')} per process"

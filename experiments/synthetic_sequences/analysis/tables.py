@@ -36,6 +36,7 @@ from experiments.synthetic_sequences.analysis.look_files import check_looks_read
 from experiments.synthetic_sequences.analysis.metrics_files import RUN_RECORD, read_metrics, runs_table, write_metrics
 from experiments.synthetic_sequences.analysis.run_files import (
     check_evaluation,
+    execution_label,
     numerics_label,
     parse_json,
     parse_run_config,
@@ -120,6 +121,7 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
         "reconstruction_scale": resolved["reconstruction_scale"],
         "warm_start": bool(run_config["run"]["init_decoder"]),
         "numerics": numerics_label(metadata.get("numerics")),
+        "execution": execution_label(metadata.get("numerics")),
     }
     metric, scope, step, value = zip(*records, strict=True)
     columns = {column: [v] * len(records) for column, v in run.items()}

@@ -125,10 +125,12 @@ def numerics_line(group_arms: dict[str, pd.DataFrame]) -> str:
     """The numerics the runs behind a section trained under; when the arms' differ, which arm ran under which."""
     labels = {name: sorted(arm.numerics.unique()) for name, arm in group_arms.items()}
     every = sorted({label for values in labels.values() for label in values})
+    paths = sorted({label for arm in group_arms.values() for label in arm.execution.unique()})
+    execution = f" Jobs: {' / '.join(paths)}."
     if len(every) == 1:
-        return f"Numerics: {every[0]} (every run)."
+        return f"Numerics: {every[0]} (every run).{execution}"
     parts = "; ".join(f"{name}: {' / '.join(values)}" for name, values in labels.items())
-    return f"Numerics differ between the runs, so a difference between arms may be one of floats: {parts}."
+    return f"Numerics differ between the runs, so a difference between arms may be one of floats: {parts}.{execution}"
 
 
 def verdict_markdown(verdict: pd.DataFrame, runs: pd.DataFrame, control_of: dict[str, str], looks: Sequence[Mapping] = ()) -> str:

@@ -28,7 +28,7 @@ from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chun
 from experiments.synthetic_sequences.training.evaluate import evaluate
 from experiments.synthetic_sequences.training.inputs import RunInputs, load_inputs
 from experiments.synthetic_sequences.training.model_setup import build_optimizer, initial_model, initial_stack, resolve_device
-from experiments.synthetic_sequences.training.numerics import numerics
+from experiments.synthetic_sequences.training.numerics import execution_path, numerics
 from experiments.synthetic_sequences.training.run_lock import run_lock
 from experiments.synthetic_sequences.training.run_state import (
     MetricsLog,
@@ -74,7 +74,7 @@ def start_metadata(
         "torch": torch.__version__,
         "seed": config.optim.seed,
         "device": str(device),
-        "numerics": numerics(device),
+        "numerics": numerics(device, execution_path(chunk)),
         "started": now(),
         "resumed_from_step": start_step or None,
         "parameters": sum(p[0].numel() for p in stack.parameters()),

@@ -21,9 +21,22 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def numerics(device) -> dict:
+def execution_path(chunk: dict) -> dict:
+    """How a run's steps ran, from its chunk (training/chunk.chunk_description): eager (nothing is compiled), how many
+    seeds shared each forward and backward pass (lockstep; 1 when they trained one after another) and how many seeds its
+    process trained. Seeds per pass can move floats; seeds per process cannot (tests/test_lockstep.py)."""
+    seeds_per_pass = len(chunk["seeds"])
+    return {
+        "compiled": False,
+        "chunk_training": chunk["training"],
+        "seeds_per_pass": seeds_per_pass,
+        "seeds_per_process": len(chunk.get("job_seeds", chunk["seeds"])),
+    }
+
+
+def numerics(device, execution: dict) -> dict:
     """The kernel set (torch.backends.cpu.get_cpu_capability(), or the CUDA device), CPU model, threads, dtype and
-    torch build of a run on `device`."""
+    torch build of a run on `device`, and its execution path (execution_path)."""
     import torch
 
     device = torch.device(device)
@@ -35,6 +48,7 @@ def numerics(device) -> dict:
         "dtype": str(torch.get_default_dtype()).removeprefix("torch."),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
+        "execution": execution,
     }
     if device.type == "cuda":
         record["cuda_device"] = torch.cuda.get_device_name(device)
