@@ -17,11 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-from bench import dag, lockstep, losses, pilot, tables, trainer, zfree
+from bench import dag, lockstep, losses, pilot, tables, term_costs, trainer, zfree
 from bench.common import REPO, BenchResult, machine, print_result
 from experiments.synthetic_sequences.planning.slurm_jobs import slurm_client_without_controller
 
-BENCHMARKS = (losses, zfree, trainer, lockstep, tables, dag, pilot)
+BENCHMARKS = (losses, term_costs, zfree, trainer, lockstep, tables, dag, pilot)
 DEFAULT_OUT = REPO / "bench" / "results"
 README = REPO / "bench" / "README.md"
 SECTION = re.compile(r"(<!-- results:begin -->\n).*(<!-- results:end -->)", re.S)

@@ -18,6 +18,7 @@ import yaml
 
 from core.disentanglement.scores import read_scores
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
+from experiments.synthetic_sequences.planning.chunks import chunk_name
 from experiments.synthetic_sequences.planning.slurm_jobs import slurm_client_without_controller
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,12 +111,12 @@ def test_dry_run_wires_every_job_to_the_artifacts_of_its_own_reference_block(tmp
             mode = job["output"][0].split("/")[-2].split("_")[1]
             assert {f"{tmp_path}/zfree/{block}/scores/{split}.parquet" for split in ("train", "val")} <= set(job["input"])
             assert [path for path in job["input"] if "/reference/" in path] == [f"{tmp_path}/reference/{block}/{mode}.json"]
-            # the trainer seeds of a chunk: its block's z-free seed in the high word, then the seed
-            seed = int(job["output"][0].rsplit("seeds", 1)[1].split("-")[0])
-            assert f"--seed {(int(block[3:]) << 20) + seed} --run-dir" in job["shell"], job["shell"]
+            # the trainer seeds of a chunk (both of the arm's seeds here): its block's z-free seed in the high word, then the seed
+            seeds = " ".join(str((int(block[3:]) << 20) + seed) for seed in (0, 1))
+            assert f"--seed {seeds} --run-dir" in job["shell"], job["shell"]
             assert f'"zfree_seed": {int(block[3:])}' in job["shell"]
     assert set(block_of["train_zfree"].values()) == {"ref3", "ref5"} and len(block_of["train_zfree"]) == 2
-    assert len(block_of["train_run"]) == 2 * 4 * 2  # every arm's 2 seeds in each block
+    assert len(block_of["train_run"]) == 2 * 4  # one chunk of every arm's 2 seeds in each block
     assert len(block_of["score_records"]) == 4 and len(block_of["reference_scale"]) == 4
 
 
@@ -372,10 +373,10 @@ def test_a_sum_run_forced_onto_a_mean_artifact_is_refused(pipeline, tmp_path):
     results = tmp_path / "results"
     shutil.copytree(pipeline, results, ignore=shutil.ignore_patterns("runs", "metrics", "tables", "plots"))
     shutil.copy(results / "reference" / "ref0" / "mean.json", results / "reference" / "ref0" / "sum.json")
-    target = f"{results}/runs/discrete/ref0/raw_sum_0/seeds0-0.json"  # the chunk of seed 0, one seed per job
-    run = snakemake(target, "--cores", "1", "--config", f"results={results}")
+    chunk = f"seeds{chunk_name(0, yaml.safe_load((ROOT / 'config' / 'config.yaml').read_text())['seeds_per_job'])}"  # seed 0's
+    run = snakemake(f"{results}/runs/discrete/ref0/raw_sum_0/{chunk}.json", "--cores", "1", "--config", f"results={results}")
     assert run.returncode != 0
-    log = (results / "logs" / "train_run" / "discrete" / "ref0" / "raw_sum_0" / "seeds0-0.log").read_text()
+    log = (results / "logs" / "train_run" / "discrete" / "ref0" / "raw_sum_0" / f"{chunk}.log").read_text()
     assert "built in mode 'mean' but the run uses mode 'sum'" in log
     assert not (results / "runs" / "discrete" / "ref0" / "raw_sum_0" / "seed0" / "eval.json").exists()
 
