@@ -3,7 +3,8 @@
 Needs the test cluster (scripts/slurm-test-cluster/start, as root); .ci/run starts it. Locally:
     scripts/slurm-test-cluster/start && python -m pytest -m slurm -s; scripts/slurm-test-cluster/stop
 The default trains up to 4 seeds of an arm per chunk, one after another (seeds_per_job: 4, chunk_training:
-sequential; 2 per chunk at its 2 seeds), and the profile packs 2 chunks into one Slurm job (a snakemake group job); the tests read each job's runs back from its submit line in accounting. The
+sequential; 2 per chunk at its 2 seeds), and the profile packs 2 chunks into one Slurm job (a snakemake group
+job); the tests read each job's runs back from its submit line in accounting. The
 cluster runs accounting (slurmdbd). The smoke runs poll job status with the profile's default, sacct; the default
 pilot, whose test cancels a job, polls with squeue, the path for clusters without accounting (with sacct,
 snakemake-executor-plugin-slurm 2.8 reads a scancel'ed job's "CANCELLED by <uid>" as still running and waits
