@@ -24,7 +24,7 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-CONFIG_SCHEMA = "config/schema/config.schema.yaml"
+CONFIG_SCHEMA = f"{workflow.basedir}/config/schema/config.schema.yaml"  # beside the Snakefile, whatever --directory says
 
 
 check_config_files(workflow.configfiles)  # a key written twice is refused, not silently the last one

@@ -22,6 +22,7 @@ from pandas.testing import assert_frame_equal
 from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.scores import read_scores, write_scores
 from core.disentanglement.zfree import train_zfree
+from experiments.synthetic_sequences.analysis.metrics_files import RUN_COLUMNS, read_metrics, write_metrics
 from experiments.synthetic_sequences.analysis.tables import main as tables_main
 from experiments.synthetic_sequences.analysis.tables import run_metrics
 from experiments.synthetic_sequences.run_layout import RESUME, RUN_OUTPUTS
@@ -299,6 +300,18 @@ def test_extraction_refuses_a_directory_mixing_two_runs(finished_run, tmp_path):
     with pytest.raises(SystemExit, match=r"run_config.json: sha256 differs from metadata.json's outputs_sha256"):
         tables_main(["extract", "--run-dir", str(mixed), "--out", str(tmp_path / "m.parquet")])
     assert not (tmp_path / "m.parquet").exists()
+
+
+def test_a_metrics_file_of_an_older_extraction_is_refused_with_the_command_that_re_extracts(finished_run, tmp_path):
+    """A metrics file extracted before a run column existed (here `execution`) cannot be pooled with newer ones."""
+    frame = run_metrics(finished_run)
+    write_metrics(frame, tmp_path / "new.parquet")
+    assert set(RUN_COLUMNS) <= set(read_metrics([tmp_path / "new.parquet"])[0].columns)
+    older = frame.drop(columns="execution")
+    older.attrs = frame.attrs
+    write_metrics(older, tmp_path / "old.parquet")
+    with pytest.raises(ValueError, match=r"old.parquet lacks the column\(s\) execution: it was extracted by an older version; re-extract"):
+        read_metrics([tmp_path / "new.parquet", tmp_path / "old.parquet"])
 
 
 def test_extraction_refuses_a_run_config_of_the_older_flat_layout(finished_run, tmp_path):

@@ -93,6 +93,14 @@ def test_dry_run_wires_every_run_to_the_reference_of_its_own_mode(tmp_path, conf
     assert modes == {"mean.json", "sum.json"}
 
 
+def test_a_dry_run_works_from_another_working_directory(tmp_path):
+    """`--directory` elsewhere, with a config/config.yaml there: the schema is read from beside the Snakefile."""
+    (tmp_path / "config").mkdir()
+    shutil.copy(ROOT / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
+    run = snakemake("--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path), "-n", "--quiet")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+
+
 def test_dry_run_wires_every_job_to_the_artifacts_of_its_own_reference_block(tmp_path):
     """With 2 reference blocks, no job reads another block's z-free model, scores or c_base."""
     (tmp_path / "blocks.yaml").write_text("references: [3, 5]\nseeds: 2\n")

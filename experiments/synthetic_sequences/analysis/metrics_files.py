@@ -44,12 +44,16 @@ def write_metrics(frame: pd.DataFrame, path: str | Path) -> None:
 
 
 def read_metrics(paths: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[str, list[dict]]]:
-    """Every metrics file as one frame, and each file's run records (an older extraction carries none)."""
+    """Every metrics file as one frame, and each file's run records (an older extraction carries none, or lacks a
+    column of RUN_COLUMNS: refused, with the command that re-extracts)."""
     records = {}
     for path in paths:
-        carried = (pq.read_schema(path).metadata or {}).get(RUN_RECORD.encode())
+        schema = pq.read_schema(path)
+        carried = (schema.metadata or {}).get(RUN_RECORD.encode())
         if carried is None:
             raise ValueError(f"{path} carries no run record: it was extracted by an older version; {REEXTRACT}")
+        if missing := [column for column in RUN_COLUMNS if column not in schema.names]:
+            raise ValueError(f"{path} lacks the column(s) {', '.join(missing)}: it was extracted by an older version; {REEXTRACT}")
         records[str(path)] = [json.loads(carried)]
     # one dataset read, in the files' order, converted to pandas once: 40% faster than a table per file at 1,000 runs
     table = ds.dataset([str(path) for path in paths], format="parquet").to_table()
