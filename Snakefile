@@ -49,6 +49,8 @@ if workflow.is_main_process:  # jobs that snakemake starts (on Slurm, or in a su
 
 
 onstart:
+    if DESIGN is not None:  # the profile's packing is known from here on, not while the Snakefile is parsed
+        check_design_packing(workflow.group_settings.group_components)
     acquire(config["results"])  # planning/results_lock.py: held from the first job to the end
 
 

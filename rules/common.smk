@@ -41,6 +41,7 @@ from experiments.synthetic_sequences.planning.looks import (
     trained_specs,
 )
 from experiments.synthetic_sequences.planning.pairing import check_pairings
+from experiments.synthetic_sequences.planning.slurm_jobs import check_design_packing
 from experiments.synthetic_sequences.run_layout import (
     CHUNK_TEMPLATE,
     METRICS_TEMPLATE,

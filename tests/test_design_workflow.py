@@ -27,6 +27,8 @@ import yaml
 from test_workflow import ROOT, SNAKEMAKE, snakemake
 
 from core.disentanglement.artifacts import sha256_json
+from experiments.synthetic_sequences.planning.slurm_jobs import check_design_packing
+from experiments.synthetic_sequences.run_layout import GridError
 
 SETTINGS = {"steps": 10, "eval_every": 5, "eval_prompts_per_code": 2}
 TINY = {
@@ -271,6 +273,23 @@ def test_a_look_that_can_decide_nothing_is_refused_before_any_job(tmp_path):
     assert refused.returncode != 0
     assert "design.looks[0]: look 1 spends alpha" in lines(refused) and "it would train its runs and decide nothing" in lines(refused)
     assert not (tmp_path / "results").exists()
+
+
+def test_packed_group_jobs_are_refused_under_a_design_before_any_job(tmp_path):
+    """A design's looks are checkpoints, after which snakemake 9 packs group jobs again and submits a chunk twice."""
+    path = design_config(tmp_path, LOOKS, SPENDING, PER_JOB)
+    packed = ("--cores", "1", "--group-components", "train=2")
+    refused = snakemake(*packed, "--configfile", str(path), "--config", f"results={tmp_path / 'results'}")
+    assert refused.returncode != 0
+    assert "group-components train=2: a sequential design" in lines(refused) and "Pass --group-components train=1" in lines(refused)
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_packing_check_names_every_packed_group_and_passes_unpacked_ones():
+    check_design_packing({})
+    check_design_packing({"train": 1})
+    with pytest.raises(GridError, match=r"group-components other=3 train=2: .* Pass --group-components other=1 train=1;"):
+        check_design_packing({"train": 2, "other": 3, "lone": 1})
 
 
 def test_a_results_folder_another_live_run_holds_is_refused(two_looks, tmp_path):

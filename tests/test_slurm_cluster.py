@@ -2,8 +2,9 @@
 
 Needs the test cluster (scripts/slurm-test-cluster/start, as root); .ci/run starts it. Locally:
     scripts/slurm-test-cluster/start && python -m pytest -m slurm -s; scripts/slurm-test-cluster/stop
-The default configs train one seed per chunk (seeds_per_job: 1), and the profile packs up to 4 chunks into one
-Slurm job (a snakemake group job); the tests read each job's runs back from its submit line in accounting. The
+The default trains up to 4 seeds of an arm per chunk, one after another (seeds_per_job: 4, chunk_training:
+sequential; 2 per chunk at its 2 seeds), and the profile packs 2 chunks into one Slurm job (a snakemake group
+job); the tests read each job's runs back from its submit line in accounting. The
 cluster runs accounting (slurmdbd). The smoke runs poll job status with the profile's default, sacct; the default
 pilot, whose test cancels a job, polls with squeue, the path for clusters without accounting (with sacct,
 snakemake-executor-plugin-slurm 2.8 reads a scancel'ed job's "CANCELLED by <uid>" as still running and waits
@@ -22,7 +23,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments.synthetic_sequences.planning.grid import resolve_references
+from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
+from experiments.synthetic_sequences.planning.chunks import chunk_path
+from experiments.synthetic_sequences.planning.grid import RunSpec, resolve_references
 from experiments.synthetic_sequences.planning.slurm_jobs import runs_of_slurm_job
 from experiments.synthetic_sequences.run_layout import parse_run_path
 
@@ -33,7 +36,16 @@ CANCELLED_PARAMS = parse_run_path(CANCELLED_RUN)
 ZFREE_JOB = "rule_train_zfree_wildcards_"  # the plugin's comment of a reference block's z-free job, then the block
 DEFAULT_CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
 DEFAULT_REFERENCES = resolve_references(DEFAULT_CONFIG["references"])  # the default pilot's z-free seeds
-RUN_RUNTIME = DEFAULT_CONFIG["resources"]["train_run"]["runtime"]  # minutes
+CHUNK_RUNTIME = DEFAULT_CONFIG["resources"]["train_run"]["runtime"]  # minutes
+PER_JOB = DEFAULT_CONFIG["seeds_per_job"]
+
+
+def chunks_of(runs: list[dict]) -> set[str]:
+    """The chunks (training jobs) a Slurm job's runs trained in."""
+    return {chunk_path(RunSpec(model="", beta=0.0, controls="", **run), PER_JOB) for run in runs}
+
+
+CANCELLED_SPEC = RunSpec(model="", beta=0.0, controls="", **CANCELLED_PARAMS)
 
 
 def slurm_jobs() -> list[tuple[int, str, str]]:
@@ -59,7 +71,7 @@ def cluster():
 
 
 def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes(cluster, tmp_path):
-    """The profile packs up to 4 runs per Slurm job; one pack is cancelled mid-training, retried, and resumes."""
+    """The profile packs 2 chunks of 2 seeds per Slurm job; one pack is cancelled mid-training, retried, and resumes."""
     results = tmp_path / "results"
     first = next_job_id()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -73,7 +85,7 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         # preempt the pack holding one run once that run trains: Slurm's scancel, as a time limit or preemption would
-        train_log = results / "logs" / "train_run" / CANCELLED_RUN.replace("/seed0", "/seeds0-0.log")  # its chunk's log
+        train_log = results / "logs" / "train_run" / f"{chunk_path(CANCELLED_SPEC, PER_JOB)}.log"  # its chunk's log
         wait_for(lambda: train_log.is_file() and "step " in train_log.read_text(), 1200, f"{CANCELLED_RUN} to start training")
         running = [job for job in sacct_jobs(first) if job["State"] == "RUNNING" and CANCELLED_PARAMS in runs_of(job)]
         assert len(running) == 1, running
@@ -94,12 +106,13 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
     packs = [job for job in jobs if not job["Comment"].startswith(ZFREE_JOB)]
     cancelled = [job for job in packs if job["State"].startswith("CANCELLED")]
     completed = [job for job in packs if job["State"] == "COMPLETED"]
+    grid = grid_runs(results)
     assert len(cancelled) == 1 and len(completed) == len(packs) - 1, [(j["JobID"], j["State"]) for j in packs]
-    assert sorted(len(runs_of(job)) for job in completed) == [4] * 10, "40 runs in packs of 4"
-    assert [runs_of(job) for job in completed].count(runs_of(cancelled[0])) == 1, "the cancelled pack was not retried once"
-    for job in packs:  # sized for members in sequence: one run's CPU and memory, the runs' summed time
+    assert sorted(len(runs_of(job, grid)) for job in completed) == [4] * 10, "40 runs in packs of 2 chunks of 2 seeds"
+    assert [runs_of(job, grid) for job in completed].count(runs_of(cancelled[0], grid)) == 1, "the cancelled pack was not retried once"
+    for job in packs:  # sized for members in sequence: one chunk's CPU and memory, the chunks' summed time
         assert "cpu=1" in job["ReqTRES"].split(",") and "mem=2000M" in job["ReqTRES"].split(","), job
-        minutes = len(runs_of(job)) * RUN_RUNTIME
+        minutes = len(chunks_of(runs_of(job, grid))) * CHUNK_RUNTIME
         assert job["Timelimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00", job
 
     # the same tables as a local run, and every run's parameters recovered from what Slurm shows of its pack
@@ -107,7 +120,7 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
         for ext in ("parquet", "csv", "md"):
             assert (results / "tables" / f"{table}.{ext}").stat().st_size > 0
     runs = pd.read_parquet(results / "tables" / "runs.parquet")
-    recovered = sorted(tuple(run.values()) for job in completed for run in runs_of(job))
+    recovered = sorted(tuple(run.values()) for job in completed for run in runs_of(job, grid))
     assert recovered == sorted((r.family, r.reference, r.term, r.mode, r.alpha, r.seed) for r in runs.itertuples())
     resumed = pd.read_json(results / "runs" / CANCELLED_RUN / "metadata.json", typ="series")
     assert resumed["resumed_from_step"] >= 1, "the retried pack did not resume the run from its preemption checkpoint"
@@ -133,13 +146,20 @@ def next_job_id() -> int:
     return max((int(job["JobID"]) for job in sacct_jobs(0)), default=0) + 1
 
 
-def runs_of(job: dict) -> list[dict]:
-    return runs_of_slurm_job(job["Comment"], job["SubmitLine"])
+def runs_of(job: dict, grid: list[str] | None = None) -> list[dict]:
+    """The runs a Slurm job trained; without `grid`, every seed of its chunks' ranges (a chunk of up to 4 seeds
+    names all 4 even where the grid trains fewer)."""
+    return runs_of_slurm_job(job["Comment"], job["SubmitLine"], grid)
+
+
+def grid_runs(results: Path) -> list[str]:
+    """Every run path of the grid records a finished pipeline wrote (a sequential design writes one per look)."""
+    return sorted({path for record in (results / GRID_FOLDER).glob("*.json") for path in json.loads(record.read_text())["runs"]})
 
 
 @pytest.mark.parametrize("runs_per_job", [4, 1])
 def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, tmp_path, runs_per_job):
-    """config/smoke.yaml asks one GPU per training run, packed 4 per job (the profile's default) or 1.
+    """config/smoke.yaml asks one GPU per training run (one seed per chunk), packed 4 chunks per job or 1.
 
     The status checks use the profile's default, sacct."""
     results = tmp_path / "results"
@@ -164,9 +184,9 @@ def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, t
         assert job["State"] == "COMPLETED", job
         members = [step for step in steps if step["JobID"].startswith(f"{job['JobID']}.") and step["JobID"][-1].isdigit()]
         assert len(members) == runs_per_job and all("gres/gpu=1" in step["AllocTRES"] for step in members), members
-        assert len(runs_of(job)) == runs_per_job
-        for params in runs_of(job):
-            log = results / "logs" / "train_run" / params["family"] / "ref0" / f"raw_{params['mode']}_0" / "seeds0-0.log"
+        assert len(runs_of(job, grid_runs(results))) == runs_per_job
+        for params in runs_of(job, grid_runs(results)):
+            log = results / "logs" / "train_run" / f"{chunks_of([params]).pop()}.log"
             notices = [line for line in log.read_text().splitlines() if line.startswith("device auto:")]
             assert notices == ["device auto: no CUDA device is visible to this process; training on cpu"]
 
@@ -182,6 +202,7 @@ def test_a_sequential_design_runs_its_looks_on_slurm(cluster, tmp_path):
     command = [
         *(sys.executable, "-m", "snakemake", "--profile", "slurm"),
         *("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"),
+        *("--group-components", "train=1"),  # a design's checkpoints break packing (planning/slurm_jobs.check_design_packing)
         *("--configfile", str(config), "--config", f"results={results}"),
     ]
     run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
@@ -191,5 +212,5 @@ def test_a_sequential_design_runs_its_looks_on_slurm(cluster, tmp_path):
     jobs = sacct_jobs(first)
     assert not any("design_look" in job["Comment"] for job in jobs), "the looks run where snakemake runs"
     packs = [job for job in jobs if not job["Comment"].startswith(ZFREE_JOB)]
-    trained = sorted(tuple(run.values()) for job in packs if job["State"] == "COMPLETED" for run in runs_of(job))
+    trained = sorted(tuple(run.values()) for job in packs if job["State"] == "COMPLETED" for run in runs_of(job, grid_runs(results)))
     assert len(trained) == len(set(trained)) == 24, "every run of both looks trained once, in a Slurm job"

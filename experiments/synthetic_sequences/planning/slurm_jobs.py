@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 from argparse import ArgumentTypeError
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from core.disentanglement.cli import parse_pairs
 from experiments.synthetic_sequences.planning.chunks import chunk_seed_range
@@ -88,3 +88,23 @@ def slurm_client_without_controller() -> bool:
         return subprocess.run(["scontrol", "ping"], capture_output=True, timeout=15).returncode != 0
     except (OSError, subprocess.TimeoutExpired):
         return True
+
+
+def check_design_packing(group_components: Mapping[str, int]) -> None:
+    """Refuse to pack training jobs into Slurm group jobs under a sequential design.
+
+    A design's looks are snakemake checkpoints, and snakemake 9 merges group components again each time a checkpoint
+    updates the DAG (DAG._update_group_components is not idempotent; snakemake issues #1217 and #1628): the packs
+    overlap, and one chunk is submitted in two Slurm jobs at once. Measured on the test cluster: 3 chunks in packs
+    of 2 became Slurm jobs of 3 and 2 chunks sharing two, and the second of each pair failed.
+    """
+    packed = {group: n for group, n in group_components.items() if n > 1}
+    if packed:
+        given = " ".join(f"{group}={n}" for group, n in sorted(packed.items()))
+        fix = " ".join(f"{group}=1" for group in sorted(packed))
+        raise GridError(
+            f"group-components {given}: a sequential design (design.kind: sequential) cannot pack training jobs "
+            "into Slurm group jobs: its looks are checkpoints, after which snakemake packs the jobs again and submits "
+            f"a chunk in two Slurm jobs at once (snakemake issue #1628). Pass --group-components {fix}; a chunk "
+            "(seeds_per_job) already trains several seeds in one job."
+        )
