@@ -54,10 +54,10 @@ from experiments.synthetic_sequences.run_layout import (
 )
 from experiments.synthetic_sequences.splits import SCORED_SPLITS, SPLITS
 
-TABLES = ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict")
+TABLES = ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict", "cross_term")
 TABLE_FORMATS = ("parquet", "csv", "md")
 CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown
-PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves")
+PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "forest")
 RUN = RUN_TEMPLATE  # a run directory under runs/, and its metrics file under metrics/ (run_layout)
 CHUNK = CHUNK_TEMPLATE  # the seeds of one arm trained together (chunks.py), the record of a training job
 BLOCK = REFERENCE_ARTIFACTS  # a reference block's z-free model, scores and c_base, by the {reference} wildcard

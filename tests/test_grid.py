@@ -202,7 +202,8 @@ def paired(**control_overrides):
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        ({"beta": 0.5}, "differs in beta (0.5 vs 0.1)"),
+        ({"beta": 0.5}, "differs in beta of dist alpha=0 (0.5 vs 0.1)"),
+        ({"runs": [{"term": "dist", "beta": 0.5, "modes": ["mean"]}]}, "differs in beta of dist alpha=0 (0.5 vs 0.1)"),
         ({"settings": {"steps": 60}}, "differs in settings.steps (60 vs 10)"),
         ({"model": "continuous"}, "differs in model ('continuous' vs 'shared_discrete')"),
         ({"warm_start": True}, "differs in warm_start (True vs False)"),
@@ -227,6 +228,20 @@ def test_a_main_family_takes_at_most_one_control_family_of_each_kind():
 @pytest.mark.parametrize("name", ["config.yaml", "pilot.yaml", "smoke.yaml", "cold_start.yaml"])
 def test_the_shipped_configs_pair_their_controls(name):
     check_pairings(*merged_families(name))  # raises GridError naming the field otherwise
+
+
+def test_a_run_s_own_beta_overrides_its_family_s_and_its_control_pairs_with_it():
+    config = paired(beta=0.5)
+    config["main"]["runs"] = [{"term": "dist", "beta": 0.5, "modes": ["mean", "sum"]}, {"term": "raw", "modes": ["mean"]}]
+    check_pairings(config)  # the control's dist runs at the main family's dist beta, 0.5
+    betas = {(spec.family, spec.term, spec.mode): spec.beta for spec in expand_grid(config)}
+    assert betas == {
+        ("main", "dist", "mean"): 0.5,
+        ("main", "dist", "sum"): 0.5,
+        ("main", "raw", "mean"): 0.1,  # the family's
+        ("main-scale", "dist", "mean"): 0.5,
+    }
+    assert {spec.path.split("/")[2] for spec in expand_grid(config) if spec.term == "dist"} == {"dist_mean_0", "dist_sum_0"}
 
 
 def test_a_control_pairs_with_its_main_familys_seeds_in_any_order():

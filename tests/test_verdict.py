@@ -7,6 +7,7 @@ import pytest
 
 from experiments.synthetic_sequences.analysis import inference, stratified
 from experiments.synthetic_sequences.analysis.contrasts import contrast_table
+from experiments.synthetic_sequences.analysis.cross_term import ACROSS, cross_term_table, holm_across
 from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.verdict_text import verdict_markdown
@@ -35,6 +36,7 @@ def arm_runs(arm: str, took_up: int, seeds: int, *, mi: float = 0.8, information
                 "term": "raw",
                 "mode": mode,
                 "alpha": 0.0,
+                "beta": 0.05,
                 "seed": seed,
                 "took_up": float(up),
                 "onset_step": onset + 150 * (seed % 3) if up else float(BUDGET),
@@ -238,3 +240,44 @@ def test_a_take_up_line_sized_by_the_stratified_test_says_so():
     table = runs(blocked_runs("mean", [1, 0, 0, 1, 0], 2), blocked_runs("sum", [2, 1, 1, 2, 1], 2))
     text = verdict(table)["take-up"]["verdict"]
     assert "80% power of the exact test stratified by reference, simulated over 4,000 pilots" in text, text
+
+
+def test_the_cross_term_table_gives_each_term_s_sum_mean_take_up_as_the_contrasts_do():
+    """Two terms: raw (sum 9/10 against mean 1/10, with both controls) and dist (5/10 both). Each row's numbers are
+    mean_vs_sum's sum - mean take-up row; the last column is Holm over every planned take-up contrast of the pilot."""
+    raw = runs(arm_runs("mean", 1, 10), arm_runs("sum", 9, 10), arm_runs("scale", 9, 10), arm_runs("balance", 2, 10))
+    dist = runs(arm_runs("mean", 5, 10), arm_runs("sum", 5, 10)).assign(term="dist")
+    table = pd.concat([raw, dist], ignore_index=True)
+    contrasts = contrast_table(table, CONTROL_OF)
+    glance = cross_term_table(verdict_table(table, contrasts, CONTROL_OF), table, contrasts, CONTROL_OF)
+    assert list(glance.term) == ["dist", "raw"] and set(glance.endpoint) == {"take-up"}
+    taken = contrasts[(contrasts.comparison == "sum-mean") & (contrasts.metric == "took_up")].set_index("term")
+    for row in glance.to_dict("records"):
+        expected = taken.loc[row["term"]]
+        assert (row["sum - mean"], row["ci_low"], row["ci_high"], row["p"]) == tuple(expected[["estimate", "ci_low", "ci_high", "p"]])
+    rows = glance.set_index("term")
+    assert rows.loc["raw", ["mean", "sum", "scale", "balance"]].tolist() == ["1/10", "9/10", "9/10", "2/10"]
+    assert rows.loc["dist", ["scale", "balance"]].tolist() == ["-", "-"]
+    lines = verdict_table(table, contrasts, CONTROL_OF)
+    takeup = lines[(lines.endpoint == "take-up") & (lines.term == "raw")].iloc[0]
+    assert rows.loc["raw", "reading"] == "raises" and rows.loc["raw", "scale reproduces"] == takeup["scale"] != "-"
+    assert rows.loc["dist", "sum - mean"] == 0 and rows.loc["dist", "reading"] != "raises"
+    planned = contrasts[contrasts.metric == "took_up"]  # Holm over all 6 by hand: sorted p x (6 - rank), running max
+    ranked = sorted(zip(planned.p, planned.term, planned.comparison, strict=True))
+    by_hand, running = {}, 0.0
+    for rank, (p, term, comparison) in enumerate(ranked):
+        running = max(running, min(1.0, (len(ranked) - rank) * p))
+        by_hand[term, comparison] = running
+    assert len(ranked) == 6  # raw: sum-mean, scale-mean, sum-scale, balance-mean, sum-balance; dist: sum-mean
+    for term in ("raw", "dist"):
+        assert rows.loc[term, ACROSS] == pytest.approx(by_hand[term, "sum-mean"])
+    page = verdict_markdown(lines, table, CONTROL_OF, contrasts=contrasts)
+    assert "## At a glance" not in verdict_markdown(lines, table, CONTROL_OF)
+    assert page.index("## At a glance") < page.index("Endpoints, in order") < page.index("## main raw alpha=0")
+    assert "adjusts all 6 planned take-up contrasts of the pilot together" in page
+
+
+def test_holm_across_leaves_a_row_without_a_test_out_of_the_count():
+    adjusted = holm_across(pd.Series([0.01, float("nan"), 0.04]))
+    assert adjusted.iloc[0] == pytest.approx(0.02) and pd.isna(adjusted.iloc[1]) and adjusted.iloc[2] == pytest.approx(0.04)
+    assert holm_across(pd.Series([float("nan")])).isna().all()

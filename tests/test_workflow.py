@@ -294,7 +294,7 @@ def test_default_pilot_produces_every_table_and_plot(pipeline):
     for table in TABLES:
         for ext in ("parquet", "csv", "md"):
             assert (pipeline / "tables" / f"{table}.{ext}").stat().st_size > 0
-    for plot in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves"):
+    for plot in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "forest"):
         assert (pipeline / "plots" / f"{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     runs = pd.read_parquet(pipeline / "tables" / "runs.parquet")
     assert len(runs) == 40 and set(runs["mode"]) == {"mean", "sum"}
@@ -449,7 +449,7 @@ def test_the_continuous_family_and_a_family_without_controls_reach_the_verdict(m
     assert "Controls not run" not in raw and "scale: continuous-scale/ref0/raw_mean_0 seeds 0" in raw
     hybrid = verdict.split("## continuous hybrid alpha=1")[1].split("## ")[0]
     assert "Controls not run: scale and balance." in hybrid  # the controls run raw only
-    for plot in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves"):
+    for plot in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "forest"):
         assert (results / "plots" / f"{plot}.png").stat().st_size > 0
 
 
@@ -466,31 +466,53 @@ def test_a_dry_run_with_more_seeds_changes_nothing_on_disk(mixed_pipeline):
     assert contents() == before
 
 
-TINY_PILOT = """
-data: {n_train: 200, n_val: 60, n_test: 60}
-zfree: {steps: 40}
-seeds: 2
-seeds_per_job: 2
-families:
-"""
-TINY_PILOT += "".join(
-    f"  {family}: {{settings: {{steps: 20, eval_every: 10, eval_prompts_per_code: 4}}}}\n"
-    for family in ("discrete", "discrete-scale", "discrete-balance", "continuous", "continuous-scale", "continuous-balance")
-)
+TINY_SETTINGS = {"steps": 20, "eval_every": 10, "eval_prompts_per_code": 4}
+
+
+def tiny_overlay(configfile: str, folder: Path) -> Path:
+    """A config file that cuts a shipped config's data, z-free steps, seeds and every family's steps."""
+    families = yaml.safe_load((ROOT / configfile).read_text())["families"]
+    overlay = {
+        "data": {"n_train": 200, "n_val": 60, "n_test": 60},
+        "zfree": {"steps": 40},
+        "seeds": 2,
+        "seeds_per_job": 2,
+        "families": {family: {"settings": TINY_SETTINGS} for family, spec in families.items() if spec is not None},
+    }
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump(overlay))
+    return path
+
+
+def run_tiny(configfile: str, tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+    """A shipped config end to end at tiny settings; its results folder and runs table."""
+    results = tmp_path / "results"
+    overlay = tiny_overlay(configfile, tmp_path)
+    run = snakemake("--cores", "2", "--configfile", configfile, str(overlay), "--config", f"results={results}", timeout=1500)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return results, pd.read_parquet(results / "tables" / "runs.parquet")
 
 
 @pytest.mark.slow
 def test_the_specs_pilot_runs_end_to_end_at_tiny_settings(tmp_path):
     """config/pilot.yaml itself (both families, every term, both controls), its steps, data and seeds per job cut."""
-    (tmp_path / "tiny.yaml").write_text(TINY_PILOT)
-    results = tmp_path / "results"
-    run = snakemake(
-        "--cores", "2", "--configfile", "config/pilot.yaml", str(tmp_path / "tiny.yaml"), "--config", f"results={results}", timeout=1500
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    runs = pd.read_parquet(results / "tables" / "runs.parquet")
+    results, runs = run_tiny("config/pilot.yaml", tmp_path)
     assert len(runs) == 2 * 2 * (8 + 2) and set(runs.model) == {"shared_discrete", "continuous"}
     verdict = (results / "tables" / "verdict.md").read_text()
     for family in ("discrete", "continuous"):
         for section in ("dist alpha=0", "tokcc alpha=1", "hybrid alpha=1", "raw alpha=0"):
             assert f"## {family} {section}" in verdict
+
+
+@pytest.mark.slow
+def test_the_calibration_runs_end_to_end_at_tiny_settings(tmp_path):
+    """config/calibration.yaml: the mean arm of every term, in both families, at each beta; its take-up table has a
+    row per (family, term) and its verdict says there is no sum arm to compare."""
+    results, runs = run_tiny("config/calibration.yaml", tmp_path)
+    assert set(runs["mode"]) == {"mean"} and set(runs.model) == {"shared_discrete", "continuous"}
+    assert set(runs.reference) == {11, 12} and len(runs) == 6 * 4 * 2 * 2  # families x terms x references x seeds
+    assert set(runs.groupby("family").beta.unique().map(tuple)) == {(0.02,), (0.06,), (0.2,)}
+    takeup = pd.read_parquet(results / "tables" / "takeup.parquet")
+    assert len(takeup.groupby(["family", "term"])) == 6 * 4
+    assert "No family has both a mean and a sum run" in (results / "tables" / "verdict.md").read_text()
+    assert (results / "plots" / "forest.png").stat().st_size > 0

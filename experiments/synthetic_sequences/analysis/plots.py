@@ -10,6 +10,8 @@ separation.png    strategy information (from the posterior), argmax NMI and prob
 latent_usage.png  I(x;z), KL and the NLL rise when z is shuffled, same layout
 mean_vs_sum.png   the contrasts (sum-mean and the controls): take-up with its Newcombe interval, the others paired by
                   seed with their 95% intervals, each titled with the `interval` the table names
+forest.png        the note's question at a glance (verdict.md's first table, drawn): sum - mean of every (family, term,
+                  alpha), one panel per endpoint the verdict reads on an interval, its margin of no difference shaded
 curves.png        validation learning curves: a row per family, term and alpha, a column per headline metric;
                   mean and sum in the mode colours, controls dashed, thin lines seeds, thick lines their mean
 """
@@ -28,8 +30,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from core.disentanglement.artifacts import atomic_path  # noqa: E402
-from experiments.synthetic_sequences.analysis.contrasts import ONSET, PRIMARY  # noqa: E402
+from experiments.synthetic_sequences.analysis.contrasts import MARGINS, ONSET, PRIMARY  # noqa: E402
 from experiments.synthetic_sequences.analysis.inference import kaplan_meier  # noqa: E402
+from experiments.synthetic_sequences.analysis.verdict import ENDPOINTS  # noqa: E402
 from experiments.synthetic_sequences.metrics import METRICS, view  # noqa: E402
 from experiments.synthetic_sequences.planning.grid import parse_control_of  # noqa: E402
 
@@ -118,6 +121,43 @@ def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
     save(fig, path)
 
 
+def forest(contrasts: pd.DataFrame, path: Path) -> None:
+    """sum - mean of every (family, term, alpha) with its 95% interval, a panel per endpoint read on an interval."""
+    panels = [endpoint for endpoint in ENDPOINTS if endpoint.metric != ONSET]
+    effects = contrasts[contrasts.comparison == "sum-mean"]
+    groups = sorted(effects.groupby(["family", "term", "alpha"]).groups)
+    if not groups:  # a calibration trains mean arms only
+        fig, ax = plt.subplots(figsize=(6, 1.2))
+        ax.text(0.5, 0.5, "No family has both a mean and a sum run: nothing to compare.", ha="center", va="center")
+        ax.set_axis_off()
+        save(fig, path)
+        return
+    y = np.arange(len(groups))[::-1]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 0.4 * max(4, len(groups)) + 1.6), squeeze=False, sharey=True)
+    for ax, endpoint in zip(axes[0], panels, strict=True):
+        chosen = effects[(effects.metric == endpoint.metric) & (effects.subset == endpoint.subset)]
+        by_group = {(row["family"], row["term"], row["alpha"]): row for row in chosen.to_dict("records")}
+        margin = MARGINS[endpoint.metric]
+        ax.axvspan(-margin, margin, color="grey", alpha=0.15, lw=0)
+        ax.axvline(0, color="grey", lw=0.8)
+        for position, group in zip(y, groups, strict=True):
+            if group not in by_group:
+                continue
+            row = by_group[group]
+            delta, low, high = (float(row[key]) for key in ("estimate", "ci_low", "ci_high"))
+            error = np.nan_to_num([[delta - low], [high - delta]])
+            ax.errorbar([delta], [position], xerr=error, fmt="o", color=MODE_COLOURS["sum"], capsize=3)
+            counts = f"n={row['n_a']},{row['n_b']}"
+            ax.annotate(counts, (delta, position), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center")
+        intervals = " / ".join(sorted(chosen["interval"].dropna().unique()))
+        title = f"{endpoint.name} ({endpoint.metric}, {endpoint.subset} runs): sum - mean"
+        ax.set_title(f"{title}\n{intervals} 95% interval; shaded: +-{margin:g}", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].set_yticks(y, [f"{family} {term} a={alpha:g}" for family, term, alpha in groups], fontsize=8)
+    fig.tight_layout()
+    save(fig, path)
+
+
 def curves(table: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
     """A row per (main family, term, alpha), a column per metric of the curve_panels view; controls drawn in their parent's row."""
     keyed = table.assign(
@@ -188,13 +228,14 @@ def takeup(runs: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
 def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: dict[str, str]) -> list[Path]:
     out_dir = Path(out_dir)
     runs, contrasts, curve_table = pd.read_parquet(runs_path), pd.read_parquet(mean_vs_sum_path), pd.read_parquet(curves_path)
-    outputs = [out_dir / f"{name}.png" for name in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves")]
+    outputs = [out_dir / f"{name}.png" for name in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "forest")]
     takeup(runs, control_of, outputs[0])
     separation = "Strategy separation on the test split (NMI: argmax codes; probe: E_q[z] / q)"
     by_condition(runs, list(view("separation_panels")), outputs[1], separation)
     by_condition(runs, list(view("latent_usage_panels")), outputs[2], "Latent usage on the test split")
     deltas(contrasts[contrasts.subset == "all"], list(view("contrast_panels")), outputs[3])
     curves(curve_table, control_of, outputs[4])
+    forest(contrasts, outputs[5])
     return outputs
 
 

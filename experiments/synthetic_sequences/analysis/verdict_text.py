@@ -1,5 +1,6 @@
-"""verdict.md, the page a researcher reads first: the rule, per (family, term, alpha) a sentence per endpoint and
-the per-seed values behind them, and last the command that reaches the seeds the unresolved take-up lines need."""
+"""verdict.md, the page a researcher reads first: the cross-term table (cross_term.py), the rule, per (family, term,
+alpha) a sentence per endpoint and the per-seed values behind them, and last the command that reaches the seeds the
+unresolved take-up lines need."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pandas as pd
 
 from experiments.synthetic_sequences.analysis import verdict as rule
 from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, arms
+from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, glance_frame, multiplicity_line
 from experiments.synthetic_sequences.analysis.design_text import design_section
 from experiments.synthetic_sequences.analysis.inference import MAX_SEEDS
 
@@ -133,9 +135,19 @@ def numerics_line(group_arms: dict[str, pd.DataFrame]) -> str:
     return f"Numerics differ between the runs, so a difference between arms may be one of floats: {parts}.{execution}"
 
 
-def verdict_markdown(verdict: pd.DataFrame, runs: pd.DataFrame, control_of: dict[str, str], looks: Sequence[Mapping] = ()) -> str:
-    """The verdict; with a sequential design's look files, its account of the design first and no seeds-needed line."""
+def verdict_markdown(
+    verdict: pd.DataFrame,
+    runs: pd.DataFrame,
+    control_of: dict[str, str],
+    looks: Sequence[Mapping] = (),
+    contrasts: pd.DataFrame | None = None,
+) -> str:
+    """The verdict; given the contrasts (mean_vs_sum), the cross-term table first (cross_term.py); given a sequential
+    design's look files, its account of the design before the sections and no seeds-needed line."""
     lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs), ""]
+    if contrasts is not None and not verdict.empty:
+        glance = glance_frame(cross_term_table(verdict, runs, contrasts, control_of))
+        lines += ["## At a glance: sum - mean, term by term", "", markdown(glance, floatfmt="g"), "", multiplicity_line(contrasts), ""]
     lines += ["```", rule.RULE, "```", ""]
     if looks:
         lines += design_section(looks)

@@ -18,7 +18,7 @@ Config shape (validated by config/schema/config.schema.yaml first):
         hybrid: {tokcc: 0.5, dist: 0.5}      # coefficients, when a run uses term hybrid
         runs:
           - {term: dist, modes: [mean, sum]}
-          - {term: tokcc, alpha: 1.0, modes: [mean, sum]}
+          - {term: tokcc, alpha: 1.0, beta: 0.5, modes: [mean, sum]}   # a run's own beta overrides the family's
 
 Every run of every family is trained once in every reference block, with the same seeds: its arms are compared within
 a block and pooled across blocks.
@@ -181,6 +181,11 @@ def check_family(families: Mapping[str, Mapping], family: str) -> None:
         raise GridError(f"{where}.settings: {unknown} are not trainer settings; allowed: {', '.join(SETTABLE_FIELDS)}")
 
 
+def run_beta(spec: Mapping, run: Mapping) -> float:
+    """A run entry's beta: its own where it sets one (each term at its own operating point), else its family's."""
+    return float(run.get("beta", spec.get("beta", 1.0)))
+
+
 def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Sequence[int]) -> Iterator[tuple[str, RunSpec]]:
     """(where, run) for every run of one checked family in every reference block; each run's full trainer config is
     validated on the way."""
@@ -207,7 +212,7 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Se
                     mode=mode,
                     alpha=float(run.get("alpha", 0.0)),
                     seed=int(seed),
-                    beta=float(spec.get("beta", 1.0)),
+                    beta=run_beta(spec, run),
                     controls=controls,
                     warm_start=bool(spec.get("warm_start", False)),
                     settings=dict(spec.get("settings", {})),

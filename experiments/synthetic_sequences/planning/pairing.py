@@ -1,24 +1,30 @@
 """The pairing rules of control families, checked at parse time.
 
 A control family is compared run for run with its main family, so it must be the main family with one factor
-changed, its control (scale multiplies the reconstruction term, balance beta, by the mean train token count):
-the same model, beta, warm start, trainer settings, seeds (and hybrid coefficients, if it runs the hybrid); only terms (and alphas) the
-main family runs; and at most one control family of each kind per main family. Data are shared by every family.
+changed, its control (scale multiplies the reconstruction term, balance beta, by the mean train token count): the
+same model, beta (per term: a run's own, else the family's), warm start, trainer settings, seeds (and hybrid
+coefficients, if it runs the hybrid); only terms (and alphas) the main family runs; and at most one control family
+of each kind per main family. Data are shared by every family.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from experiments.synthetic_sequences.planning.grid import GridError, family_seeds
+from experiments.synthetic_sequences.planning.grid import GridError, family_seeds, run_beta
 
 # what a control family must share with its main family, read with the defaults the grid applies; hybrid
 # coefficients too, when the control runs the hybrid term
-PAIRED = {"model": None, "beta": 1.0, "warm_start": False}
+PAIRED = {"model": None, "warm_start": False}
 
 
 def family_terms(spec: Mapping) -> set[tuple[str, float]]:
     return {(run["term"], float(run.get("alpha", 0.0))) for run in spec.get("runs") or []}
+
+
+def term_betas(spec: Mapping) -> dict[tuple[str, float], float]:
+    """{(term, alpha): the beta its runs train with} of a family (a run's own beta, else the family's)."""
+    return {(run["term"], float(run.get("alpha", 0.0))): run_beta(spec, run) for run in spec.get("runs") or []}
 
 
 def differences(control: Mapping, main: Mapping, seeds: tuple[list[int], list[int]]) -> list[str]:
@@ -29,6 +35,10 @@ def differences(control: Mapping, main: Mapping, seeds: tuple[list[int], list[in
         for name, default in shared.items()
         if control.get(name, default) != main.get(name, default)
     ]
+    main_betas = term_betas(main)
+    for (term, alpha), beta in sorted(term_betas(control).items()):
+        if (term, alpha) in main_betas and beta != main_betas[term, alpha]:
+            found.append(f"beta of {term} alpha={alpha:g} ({beta!r} vs {main_betas[term, alpha]!r})")
     settings = (control.get("settings") or {}, main.get("settings") or {})
     for name in sorted(set(settings[0]) | set(settings[1])):
         if settings[0].get(name, "unset") != settings[1].get(name, "unset"):

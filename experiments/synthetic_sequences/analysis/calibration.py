@@ -1,0 +1,70 @@
+"""The operating point of each (model, term, alpha), read from a calibration run's runs table (config/calibration.yaml).
+
+    python -m experiments.synthetic_sequences.analysis.calibration results/calibration/tables/runs.parquet
+
+The note's take-up contrast cannot move where the mean arm sits at a ceiling (every run takes up) or a floor (none
+does). For each (model, term, alpha), the mean arm's take-up is counted at every beta of the grid, and a beta is
+chosen by one stated rule:
+  measured      the grid's beta whose rate lies in [0.2, 0.6], nearest 0.4 (the smaller beta on a tie)
+  between       else the first step of the grid from a rate above 0.6 to one below 0.2 (rates fall as beta grows):
+                the geometric mean of its two betas, a point the grid did not measure
+  ceiling       every rate above 0.6: the grid stops short; no choice
+  floor         every rate below 0.2: the grid starts too high; no choice
+  unclear       anything else (rates that do not fall with beta across the band); no choice
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+from experiments.synthetic_sequences.analysis.contrasts import PRIMARY
+
+BAND = (0.2, 0.6)
+TARGET = 0.4
+KEYS = ["model", "term", "alpha"]
+
+
+def choose_beta(points: Sequence[tuple[float, int, int]]) -> tuple[float, str]:
+    """(beta, how) from (beta, runs that took up, runs) at each beta of the grid (module docstring)."""
+    points = sorted(points)
+    rates = [(beta, k / n) for beta, k, n in points]
+    inside = [(round(abs(rate - TARGET), 10), beta) for beta, rate in rates if BAND[0] <= rate <= BAND[1]]  # exact ties
+    if inside:
+        return min(inside)[1], "measured"
+    for (low, low_rate), (high, high_rate) in itertools.pairwise(rates):
+        if low_rate > BAND[1] and high_rate < BAND[0]:
+            return math.sqrt(low * high), "between"
+    if all(rate > BAND[1] for _, rate in rates):
+        return math.nan, "ceiling"
+    if all(rate < BAND[0] for _, rate in rates):
+        return math.nan, "floor"
+    return math.nan, "unclear"
+
+
+def calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, term, alpha) of the mean arms: take-up at each beta, and the beta chosen."""
+    mean = runs[(runs["mode"] == "mean") & (runs.controls == "none")]
+    rows = []
+    for key, group in mean.groupby(KEYS, sort=True):
+        points = [(float(beta), int(at[PRIMARY].sum()), len(at)) for beta, at in group.groupby("beta")]
+        beta, how = choose_beta(points)
+        grid = ", ".join(f"{b:g}: {k}/{n}" for b, k, n in points)
+        rows.append({**dict(zip(KEYS, key, strict=True)), "take-up by beta": grid, "beta": beta, "how": how})
+    return pd.DataFrame(rows, columns=[*KEYS, "take-up by beta", "beta", "how"])
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", help="the calibration run's tables/runs.parquet")
+    args = parser.parse_args(argv)
+    table = calibration_table(pd.read_parquet(args.runs))
+    print(table.to_markdown(index=False, floatfmt=".3g"))
+
+
+if __name__ == "__main__":
+    main()
