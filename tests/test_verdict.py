@@ -7,10 +7,19 @@ import pytest
 
 from experiments.synthetic_sequences.analysis import inference, stratified
 from experiments.synthetic_sequences.analysis.contrasts import contrast_table
-from experiments.synthetic_sequences.analysis.cross_term import ACROSS, cross_term_table, holm_across
+from experiments.synthetic_sequences.analysis.cross_term import (
+    ACROSS,
+    DESIGN_DECISION,
+    cross_term_table,
+    holm_across,
+    planned_takeup_contrasts,
+)
+from experiments.synthetic_sequences.analysis.sequential import look_groups
 from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.verdict_text import verdict_markdown
+from experiments.synthetic_sequences.planning.design import parse_design
+from experiments.synthetic_sequences.planning.looks import look_document
 
 CONTROL_OF = {"main-scale": "main", "main-balance": "main"}
 ARMS = {"mean": ("main", "none", "mean"), "sum": ("main", "none", "sum"), "scale": ("main-scale", "scale", "mean")}
@@ -271,10 +280,34 @@ def test_the_cross_term_table_gives_each_term_s_sum_mean_take_up_as_the_contrast
     assert len(ranked) == 6  # raw: sum-mean, scale-mean, sum-scale, balance-mean, sum-balance; dist: sum-mean
     for term in ("raw", "dist"):
         assert rows.loc[term, ACROSS] == pytest.approx(by_hand[term, "sum-mean"])
-    page = verdict_markdown(lines, table, CONTROL_OF, contrasts=contrasts)
+    page = verdict_markdown(lines, table, CONTROL_OF, cross_term=glance, planned=planned_takeup_contrasts(contrasts))
     assert "## At a glance" not in verdict_markdown(lines, table, CONTROL_OF)
     assert page.index("## At a glance") < page.index("Endpoints, in order") < page.index("## main raw alpha=0")
     assert "adjusts all 6 planned take-up contrasts of the pilot together" in page
+    assert (glance[DESIGN_DECISION] == "-").all() and "design decision" not in page
+
+
+def test_under_a_design_the_cross_term_table_gives_the_looks_decision_and_no_pilot_wide_p():
+    """The same two terms read at look 1 of a two-look design (10 then 20 runs per arm): raw's sum 9/10 against mean
+    1/10 is decided at look 1 (Boschloo p far below 0.0056 / 5), dist's 5/10 against 5/10 stays open. The fixed reading
+    is kept, named naive, and the across-pilot column is left out."""
+    raw = runs(arm_runs("mean", 1, 10), arm_runs("sum", 9, 10), arm_runs("scale", 9, 10), arm_runs("balance", 2, 10))
+    dist = runs(arm_runs("mean", 5, 10), arm_runs("sum", 5, 10)).assign(term="dist")
+    table = pd.concat([raw, dist], ignore_index=True)
+    contrasts = contrast_table(table, CONTROL_OF)
+    design = parse_design(
+        {"kind": "sequential", "looks": [{"references": 1, "seeds": 10}, {"references": 1, "seeds": 20}], "max_runs_per_arm": 20}
+    )
+    looks = [look_document(1, design, look_groups(table, CONTROL_OF, design, 1, None), {}, None, [])]
+    lines = verdict_table(table, contrasts, CONTROL_OF)
+    glance = cross_term_table(lines, table, contrasts, CONTROL_OF, looks)
+    rows = glance.set_index("term")
+    assert rows.loc["raw", DESIGN_DECISION] == "raises (look 1)" and rows.loc["dist", DESIGN_DECISION] == "open after look 1 of 2"
+    assert glance[ACROSS].isna().all()
+    page = verdict_markdown(lines, table, CONTROL_OF, looks, glance, planned_takeup_contrasts(contrasts))
+    header = page[page.index("## At a glance") : page.index("Endpoints, in order")]
+    assert "| design decision" in header and "fixed-design reading (naive)" in header and ACROSS not in header
+    assert "the sequential design holds each at 5%" in header and "Nothing is claimed across terms" in header
 
 
 def test_holm_across_leaves_a_row_without_a_test_out_of_the_count():

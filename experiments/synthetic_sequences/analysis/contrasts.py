@@ -92,6 +92,17 @@ def arms(runs: pd.DataFrame, control_of: dict[str, str]) -> dict[str, dict[str, 
     return result
 
 
+def term_arms(family_arms: Mapping[str, pd.DataFrame], term: str, alpha: float) -> dict[str, pd.DataFrame]:
+    """The arms of one (term, alpha) of a family (an entry of `arms`); an arm without runs of it is absent."""
+    chosen = {name: arm[(arm.term == term) & (arm.alpha == alpha)] for name, arm in family_arms.items()}
+    return {name: arm for name, arm in chosen.items() if not arm.empty}
+
+
+def takeup_count(arm: pd.DataFrame) -> str:
+    """An arm's primary endpoint as the verdict prints it: 'k/n', runs that took up of the runs."""
+    return f"{int(arm[PRIMARY].sum())}/{len(arm)}"
+
+
 Counts = Mapping[int, tuple[int, int]]  # an arm's (runs that took up, runs) by reference block
 
 

@@ -5,21 +5,28 @@ its 95% interval, its p, and its reading under the verdict's rule (Holm over the
 what each control reproduces of it. Its last column adjusts every planned take-up contrast of the whole pilot together
 (Holm over all rows' contrasts: sum - mean and each control's), and gives the sum - mean one's: the p for a reader
 who asks whether sum changes take-up in any term of the pilot at all.
+
+Under a sequential design the looks decided each contrast (analysis/sequential.py), and the table gives the design's
+decision on sum - mean beside the fixed-design reading of the runs trained, which is naive there; the across-pilot
+column is left out, since the design holds each (family, term) at 5% and nothing across them.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
-from experiments.synthetic_sequences.analysis.contrasts import PRIMARY, arms
+from experiments.synthetic_sequences.analysis.contrasts import PRIMARY, arms, takeup_count, term_arms
+from experiments.synthetic_sequences.analysis.design_text import decision_text
 from experiments.synthetic_sequences.analysis.verdict import CONTROL_ARMS
 
 PRIMARY_ENDPOINT = "take-up"
 ARMS = ("mean", "sum", *CONTROL_ARMS)
 ACROSS = "p (Holm across the pilot)"
+DESIGN_DECISION = "design decision"
 COLUMNS = [
     "family",
     "term",
@@ -32,6 +39,7 @@ COLUMNS = [
     "ci_high",
     "p",
     "p_adjusted",
+    DESIGN_DECISION,
     "reading",
     *(f"{kind} reproduces" for kind in CONTROL_ARMS),
     ACROSS,
@@ -47,17 +55,34 @@ def holm_across(p_values: pd.Series) -> pd.Series:
     return adjusted
 
 
-def arm_count(arm: pd.DataFrame | None) -> str:
-    return "-" if arm is None else f"{int(arm[PRIMARY].sum())}/{len(arm)}"
+def planned_takeup_contrasts(contrasts: pd.DataFrame) -> int:
+    """How many planned take-up contrasts the pilot has (every row's sum - mean and its controls')."""
+    return int((contrasts.metric == PRIMARY).sum())
 
 
-def cross_term_table(verdict: pd.DataFrame, runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
+def design_decisions(looks: Sequence[Mapping]) -> dict[tuple[str, str, float], str]:
+    """(family, term, alpha): the design's decision on sum - mean in the last look, with the look that made it."""
+    if not looks:
+        return {}
+    decided = {}
+    for group in looks[-1]["groups"]:
+        decision = group["decisions"].get("sum-mean")
+        if decision is not None:
+            text = decision_text(decision, len(looks[0]["design"]["looks"]))
+            at = "" if text.startswith(("open", "undecided")) else f" (look {decision['look']})"
+            decided[(group["family"], group["term"], float(group["alpha"]))] = text + at
+    return decided
+
+
+def cross_term_table(
+    verdict: pd.DataFrame, runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[str, str], looks: Sequence[Mapping] = ()
+) -> pd.DataFrame:
     """One row per (family, term, alpha) of the verdict (module docstring), in the verdict's order."""
     family_arms = arms(runs, control_of)
+    decided = design_decisions(looks)
     rows = []
     for line in verdict[verdict.endpoint == PRIMARY_ENDPOINT].to_dict("records"):
-        group = {name: arm[(arm.term == line["term"]) & (arm.alpha == line["alpha"])] for name, arm in family_arms[line["family"]].items()}
-        group = {name: arm for name, arm in group.items() if not arm.empty}
+        group = term_arms(family_arms[line["family"]], line["term"], line["alpha"])
         rows.append(
             {
                 "family": line["family"],
@@ -65,12 +90,13 @@ def cross_term_table(verdict: pd.DataFrame, runs: pd.DataFrame, contrasts: pd.Da
                 "alpha": line["alpha"],
                 "beta": float(group["mean"].beta.iloc[0]),  # a control pairs at its main family's beta (pairing.py)
                 "endpoint": PRIMARY_ENDPOINT,
-                **{name: arm_count(group.get(name)) for name in ARMS},
+                **{name: takeup_count(group[name]) if name in group else "-" for name in ARMS},
                 "sum - mean": line["estimate"],
                 "ci_low": line["ci_low"],
                 "ci_high": line["ci_high"],
                 "p": line["p"],
                 "p_adjusted": line["p_adjusted"],
+                DESIGN_DECISION: decided.get((line["family"], line["term"], float(line["alpha"])), "-" if not looks else "not planned"),
                 "reading": line["reading"],
                 **{f"{kind} reproduces": line[kind] for kind in CONTROL_ARMS},
             }
@@ -80,6 +106,8 @@ def cross_term_table(verdict: pd.DataFrame, runs: pd.DataFrame, contrasts: pd.Da
     planned["across"] = holm_across(planned["p"].astype(float))
     effect = planned[planned.comparison == "sum-mean"].set_index(["family", "term", "alpha"])["across"]
     table[ACROSS] = [effect.get((row.family, row.term, row.alpha), math.nan) for row in table.itertuples()]
+    if looks:
+        table[ACROSS] = math.nan
     return table
 
 
@@ -87,23 +115,32 @@ def signed(value: float) -> str:
     return "-" if pd.isna(value) else f"{value:+.3f}"
 
 
-def glance_frame(table: pd.DataFrame) -> pd.DataFrame:
-    """The table as verdict.md prints it: the interval beside its estimate, p values to 2 significant digits."""
+def glance_frame(table: pd.DataFrame, design: bool) -> pd.DataFrame:
+    """The table as verdict.md prints it: the interval beside its estimate, p values to 2 significant digits; under a
+    sequential design its decision first and the fixed reading named as naive."""
     shown = table[["family", "term", "alpha", "beta", "endpoint", *ARMS]].copy()
     shown["sum - mean [95% interval]"] = [
         f"{signed(row['sum - mean'])} [{signed(row['ci_low'])}, {signed(row['ci_high'])}]" for row in table.to_dict("records")
     ]
-    for column, name in (("p_adjusted", "p (Holm in term)"), (ACROSS, ACROSS)):
+    if design:
+        shown[DESIGN_DECISION] = table[DESIGN_DECISION]
+    for column, name in (("p_adjusted", "p (Holm in term)"), *(() if design else ((ACROSS, ACROSS),))):
         shown[name] = ["-" if pd.isna(value) else f"{value:.2g}" for value in table[column]]
-    shown["reading"] = table["reading"]
+    shown["fixed-design reading (naive)" if design else "reading"] = table["reading"]
     for kind in CONTROL_ARMS:
         shown[f"{kind} reproduces"] = table[f"{kind} reproduces"]
     return shown
 
 
-def multiplicity_line(contrasts: pd.DataFrame) -> str:
+def multiplicity_line(planned: int, design: bool) -> str:
     """What the table's p values hold, said once under it."""
-    planned = int((contrasts.metric == PRIMARY).sum())
+    if design:
+        return (
+            "Each (family, term) is one of the note's questions, and the sequential design holds each at 5%: its looks "
+            "split their alpha over that term's planned take-up contrasts (the design's section below). The design "
+            "decision is the one that counts; the interval, p and reading beside it are those of a fixed design of the "
+            "runs the design trained, which the design's stopping makes naive. Nothing is claimed across terms."
+        )
     return (
         f"Each row reads its term under Holm over that term's own planned take-up contrasts (`p (Holm in term)`): every "
         f"(family, term) is one of the note's questions, and the verdict holds each at 5%. `{ACROSS}` adjusts all "

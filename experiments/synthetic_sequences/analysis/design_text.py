@@ -40,9 +40,11 @@ def design_section(documents: Sequence[Mapping]) -> list[str]:
         f"{design.max_runs_per_arm} runs per arm: {done}. Each look's alpha is shared evenly among a group's m planned "
         "contrasts, and a contrast is decided at its share, alpha / m, whichever way: raises or lowers where its "
         "take-up p is at most alpha / m, equivalent where Newcombe's interval at level 1 - 2 alpha / m lies inside "
-        f"+-{MARGINS[PRIMARY]:g}. So the chance of any false decision of either kind, over every contrast and look, is "
-        f"at most {ALPHA:g} (union bound). Take-up steered the design; an arm trained on while a contrast it belongs to "
-        "was open. The interval beside a decision is that 1 - 2 alpha / m interval: it covers per contrast and per "
+        f"+-{MARGINS[PRIMARY]:g}. So within each (family, term), the family of planned contrasts the design controls "
+        "(each is one of the note's questions), the chance of any false decision of either kind, over its contrasts "
+        f"and every look, is at most {ALPHA:g} (union bound); nothing is claimed across terms. Take-up steered the "
+        "design; an arm trained on while a contrast it belongs to was open. The interval beside a decision is that "
+        "1 - 2 alpha / m interval: it covers per contrast and per "
         "look, not simultaneously. Every other interval and p value below is that of a fixed design of the runs "
         "trained (naive under the design), and the secondary endpoints did not steer it.",
         "",

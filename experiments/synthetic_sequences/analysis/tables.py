@@ -31,7 +31,7 @@ import pandas as pd
 from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.analysis.confounds import confound_table
 from experiments.synthetic_sequences.analysis.contrasts import contrast_table
-from experiments.synthetic_sequences.analysis.cross_term import cross_term_table
+from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, planned_takeup_contrasts
 from experiments.synthetic_sequences.analysis.curves import convergence
 from experiments.synthetic_sequences.analysis.look_files import check_looks_read, read_looks
 from experiments.synthetic_sequences.analysis.metrics_files import RUN_RECORD, read_metrics, runs_table, write_metrics
@@ -183,14 +183,16 @@ def aggregate(
         "confounds": confound_table(read_json(data_summary_path), [read_json(path) for path in reference_paths], metrics),
         "verdict": verdict_table(runs, contrasts, control_of),
     }
-    tables["cross_term"] = cross_term_table(tables["verdict"], runs, contrasts, control_of)
+    tables["cross_term"] = cross_term_table(tables["verdict"], runs, contrasts, control_of, looks)
     out_dir = Path(out_dir)
     with atomic_path(out_dir / "metrics.parquet") as tmp:
         metrics.to_parquet(tmp, index=False)
     for name, table in tables.items():
         write_table(table, out_dir / name, formats=("parquet", "csv") if name == "verdict" else ("parquet", "csv", "md"))
     with atomic_path(out_dir / "verdict.md") as tmp:
-        tmp.write_text(verdict_markdown(tables["verdict"], runs, control_of, looks, contrasts))
+        tmp.write_text(
+            verdict_markdown(tables["verdict"], runs, control_of, looks, tables["cross_term"], planned_takeup_contrasts(contrasts))
+        )
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables

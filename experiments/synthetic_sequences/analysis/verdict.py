@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, MARGINS, ONSET, PRIMARY, arms
+from experiments.synthetic_sequences.analysis.contrasts import BLOCK, MARGINS, ONSET, PRIMARY, arms, takeup_count, term_arms
 from experiments.synthetic_sequences.analysis.curves import ROUNDING_FLOOR, TAKEUP_THRESHOLD
 from experiments.synthetic_sequences.analysis.inference import ALPHA, POWER, kaplan_meier
 from experiments.synthetic_sequences.analysis.multiplicity import DECISION_DIGITS, rejects
@@ -190,10 +190,7 @@ def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame], medians
     too, and the take-ups that were rounding events), the seeds behind the others."""
     if endpoint.metric == PRIMARY:
         several = any(arm[BLOCK].nunique() > 1 for arm in group_arms.values())
-        text = ", ".join(
-            f"{name} {int(arm[PRIMARY].sum())}/{len(arm)}" + (f" ({block_counts(arm)})" if several else "")
-            for name, arm in group_arms.items()
-        )
+        text = ", ".join(f"{name} {takeup_count(arm)}" + (f" ({block_counts(arm)})" if several else "") for name, arm in group_arms.items())
         rounding = {name: int(arm[ROUNDING].sum()) for name, arm in group_arms.items() if ROUNDING in arm}
         if any(rounding.values()):
             counted = ", ".join(f"{name} {count}" for name, count in rounding.items() if count)
@@ -218,8 +215,7 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
         if not {"mean", "sum"} <= set(family_arms):
             continue
         for (term, alpha), _ in family_arms["sum"].groupby(["term", "alpha"]):
-            group_arms = {name: arm[(arm.term == term) & (arm.alpha == alpha)] for name, arm in family_arms.items()}
-            group_arms = {name: arm for name, arm in group_arms.items() if not arm.empty}
+            group_arms = term_arms(family_arms, term, alpha)
             if "mean" not in group_arms:
                 continue
             mine = contrasts[(contrasts.family == family) & (contrasts.term == term) & (contrasts.alpha == alpha)]

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from experiments.synthetic_sequences.analysis import verdict as rule
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, arms
-from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, glance_frame, multiplicity_line
+from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, arms, term_arms
+from experiments.synthetic_sequences.analysis.cross_term import glance_frame, multiplicity_line
 from experiments.synthetic_sequences.analysis.design_text import design_section
 from experiments.synthetic_sequences.analysis.inference import MAX_SEEDS
 
@@ -140,14 +140,23 @@ def verdict_markdown(
     runs: pd.DataFrame,
     control_of: dict[str, str],
     looks: Sequence[Mapping] = (),
-    contrasts: pd.DataFrame | None = None,
+    cross_term: pd.DataFrame | None = None,
+    planned: int = 0,
 ) -> str:
-    """The verdict; given the contrasts (mean_vs_sum), the cross-term table first (cross_term.py); given a sequential
-    design's look files, its account of the design before the sections and no seeds-needed line."""
+    """The verdict; given the cross-term table (cross_term.py) and the count of planned take-up contrasts, that table
+    first; given a sequential design's look files, its account of the design before the sections and no seeds-needed
+    line."""
     lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs), ""]
-    if contrasts is not None and not verdict.empty:
-        glance = glance_frame(cross_term_table(verdict, runs, contrasts, control_of))
-        lines += ["## At a glance: sum - mean, term by term", "", markdown(glance, floatfmt="g"), "", multiplicity_line(contrasts), ""]
+    if cross_term is not None and not cross_term.empty:
+        glance = glance_frame(cross_term, design=bool(looks))
+        lines += [
+            "## At a glance: sum - mean, term by term",
+            "",
+            markdown(glance, floatfmt="g"),
+            "",
+            multiplicity_line(planned, bool(looks)),
+            "",
+        ]
     lines += ["```", rule.RULE, "```", ""]
     if looks:
         lines += design_section(looks)
@@ -155,8 +164,7 @@ def verdict_markdown(
         return "\n".join([*lines, "No family has both a mean and a sum run: nothing to compare.", ""])
     family_arms = arms(runs, control_of)
     for (family, term, alpha), group in verdict.groupby(["family", "term", "alpha"], sort=False):
-        group_arms = {name: arm[(arm.term == term) & (arm.alpha == alpha)] for name, arm in family_arms[family].items()}
-        group_arms = {name: arm for name, arm in group_arms.items() if not arm.empty}
+        group_arms = term_arms(family_arms[family], term, alpha)
         lines += [f"## {family} {term} alpha={alpha:g}", "", f"Runs: {group.runs.iloc[0]}.", "", numerics_line(group_arms), ""]
         if absent := [kind for kind in rule.CONTROL_ARMS if kind not in group_arms]:
             lines += [absent_controls_line(family, absent), ""]
