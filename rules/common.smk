@@ -54,7 +54,7 @@ from experiments.synthetic_sequences.run_layout import (
 )
 from experiments.synthetic_sequences.splits import SCORED_SPLITS, SPLITS
 
-TABLES = ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict", "cross_term")
+TABLES = ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "length_separation", "verdict", "cross_term")
 TABLE_FORMATS = ("parquet", "csv", "md")
 CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown
 PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "forest")

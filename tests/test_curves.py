@@ -174,7 +174,7 @@ def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path)
         "p_homogeneity",
         "p_cmh",
     }
-    for name in ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "verdict", "cross_term", "curves"):
+    for name in ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "length_separation", "verdict", "cross_term", "curves"):
         frame = tables[name]
         empty_columns = set(frame.columns[frame.isna().all(axis=0)]) - may_be_empty
         assert not frame.empty and not frame.isna().all(axis=1).any() and not empty_columns, name

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from core.disentanglement.artifacts import atomic_path
-from experiments.synthetic_sequences.analysis.confounds import confound_table
+from experiments.synthetic_sequences.analysis.confounds import confound_table, length_separation
 from experiments.synthetic_sequences.analysis.contrasts import contrast_table
 from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, planned_takeup_contrasts
 from experiments.synthetic_sequences.analysis.curves import convergence
@@ -175,12 +175,14 @@ def aggregate(
         check_inputs([held[0] for held in records.values()], binding.input_hashes, binding.results)
     runs = runs_table(metrics)
     contrasts = contrast_table(runs, control_of)
+    data_summary = read_json(data_summary_path)
     tables = {
         "runs": runs,
         "aggregate": aggregate_table(runs),
         "takeup": arm_table(runs, control_of),
         "mean_vs_sum": contrasts,
-        "confounds": confound_table(read_json(data_summary_path), [read_json(path) for path in reference_paths], metrics),
+        "confounds": confound_table(data_summary, [read_json(path) for path in reference_paths], metrics),
+        "length_separation": length_separation(metrics),
         "verdict": verdict_table(runs, contrasts, control_of),
     }
     tables["cross_term"] = cross_term_table(tables["verdict"], runs, contrasts, control_of, looks)
@@ -191,7 +193,16 @@ def aggregate(
         write_table(table, out_dir / name, formats=("parquet", "csv") if name == "verdict" else ("parquet", "csv", "md"))
     with atomic_path(out_dir / "verdict.md") as tmp:
         tmp.write_text(
-            verdict_markdown(tables["verdict"], runs, control_of, looks, tables["cross_term"], planned_takeup_contrasts(contrasts))
+            verdict_markdown(
+                tables["verdict"],
+                runs,
+                control_of,
+                looks,
+                tables["cross_term"],
+                planned_takeup_contrasts(contrasts),
+                tables["length_separation"],
+                data_summary,
+            )
         )
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))

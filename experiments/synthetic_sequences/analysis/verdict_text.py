@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from experiments.synthetic_sequences.analysis import verdict as rule
+from experiments.synthetic_sequences.analysis.confounds import length_line, length_predicts_strategy, token_line
 from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, arms, term_arms
 from experiments.synthetic_sequences.analysis.cross_term import glance_frame, multiplicity_line
 from experiments.synthetic_sequences.analysis.design_text import design_section
@@ -142,11 +143,15 @@ def verdict_markdown(
     looks: Sequence[Mapping] = (),
     cross_term: pd.DataFrame | None = None,
     planned: int = 0,
+    length: pd.DataFrame | None = None,
+    data_summary: Mapping | None = None,
 ) -> str:
     """The verdict; given the cross-term table (cross_term.py) and the count of planned take-up contrasts, that table
     first; given a sequential design's look files, its account of the design before the sections and no seeds-needed
-    line."""
+    line; given confounds.length_separation and the data summary, what length says, once and per term."""
     lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs), ""]
+    if data_summary is not None and not runs[runs.controls == "none"].empty:
+        lines += [f"{length_predicts_strategy(data_summary)} {token_line(runs)}".rstrip(), ""]
     if cross_term is not None and not cross_term.empty:
         glance = glance_frame(cross_term, design=bool(looks))
         lines += [
@@ -169,6 +174,8 @@ def verdict_markdown(
         if absent := [kind for kind in rule.CONTROL_ARMS if kind not in group_arms]:
             lines += [absent_controls_line(family, absent), ""]
         lines += [f"- {text}" for text in group.verdict]
+        if length is not None and (said := length_line(length, family, term, alpha)):
+            lines.append(f"- {said}")
         unconverged = int(group.unconverged_runs.iloc[0])
         if unconverged:
             lines.append(
