@@ -1,6 +1,7 @@
 """The sequential design's error rate, power and cost, by simulation through its own decision code.
 
     python -m bench.sequential_design [--draws 2000] [--looks 5x2 5x3 5x4] [--max-runs-per-arm 20] [--alpha-spending obrien-fleming]
+        [--arms mean sum scale balance] [--alternative mean=0.05 sum=0.7 scale=0.5 balance=0.05]
 
 Take-up outcomes are drawn per (arm, reference block, seed) and read look by look with
 `analysis.sequential.look_decisions`, the code the pipeline's looks run, on the design given (parsed by
@@ -13,10 +14,12 @@ Take-up outcomes are drawn per (arm, reference block, seed) and read look by loo
                 equal (or the direction is wrong) or "equivalent" where they lie the margin or more apart; each kind
                 apart; beside the habit the fixed verdict invites: read Holm at 0.05 at every look, and stop at the
                 first "raises" (`naive_decisions`), and beside one fixed reading at the design's largest look.
-  alternative   the rates this project measures (mean 0.05, sum 0.7, scale 0.5, balance 0.05 in every block):
+  alternative   the rates this project measures for raw (mean 0.05, sum 0.7, scale 0.5, balance 0.05 in every block),
+                or those given by --alternative:
                 the share of pilots deciding sum - mean "raises", and the runs each arm trained on average, against
                 the fixed design of the largest look.
-A simulation, not a timing: it prints its table and the command.
+--arms mean sum simulates a term without controls (dist, tokcc, the hybrid: one planned contrast, m = 1); each null
+keeps the rates of the arms given. A simulation, not a timing: it prints its table and the command.
 """
 
 from __future__ import annotations
@@ -100,7 +103,14 @@ def main() -> None:
     parser.add_argument("--looks", nargs="+", default=["5x2", "5x3", "5x4"], help="references x seeds per reference at each look")
     parser.add_argument("--max-runs-per-arm", type=int, default=20)
     parser.add_argument("--alpha-spending", default="obrien-fleming")
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS, help="the arms of the simulated term")
+    parser.add_argument("--alternative", nargs="+", default=[f"{arm}={rate}" for arm, rate in MEASURED.items()], help="arm=rate")
     args = parser.parse_args()
+    if not {"mean", "sum"} <= set(args.arms):
+        parser.error("--arms: a term has at least the mean and the sum arm")
+    alternative = {arm: float(rate) for arm, rate in (item.split("=") for item in args.alternative)}
+    if set(alternative) != set(args.arms):
+        parser.error(f"--alternative: give a rate for each of --arms {' '.join(args.arms)}")
     looks = [dict(zip(("references", "seeds"), map(int, look.split("x")), strict=True)) for look in args.looks]
     block = {"kind": "sequential", "looks": looks, "alpha_spending": args.alpha_spending, "max_runs_per_arm": args.max_runs_per_arm}
     design = parse_design(block)
@@ -112,7 +122,8 @@ def main() -> None:
         "| null | sequential: any false decision | false raises/lowers | false equivalent | naive reread FWER | "
         "one fixed look at the largest |\n|---|---|---|---|---|---|"
     )
-    for label, rates in NULLS.items():
+    for label, every_rate in NULLS.items():
+        rates = {arm: every_rate[arm] for arm in args.arms}
         counts = np.zeros(5)
         for _ in range(args.draws):
             outcomes = draw_outcomes(rates, last.references, last.seeds, rng)
@@ -129,17 +140,17 @@ def main() -> None:
         if len({tuple(rate) for rate in rates.values()}) > 1:
             cells[3] = "-"  # naive_pilot counts any difference called: an error only where every arm is alike
         print(f"| {label} | " + " | ".join(cells) + " |")
-    power, fixed_power, trained, deciding_look = 0, 0, dict.fromkeys(ARMS, 0), [0] * len(design.looks)
+    power, fixed_power, trained, deciding_look = 0, 0, dict.fromkeys(args.arms, 0), [0] * len(design.looks)
     for _ in range(args.draws):
-        outcomes = draw_outcomes({arm: [rate] for arm, rate in MEASURED.items()}, last.references, last.seeds, rng)
+        outcomes = draw_outcomes({arm: [rate] for arm, rate in alternative.items()}, last.references, last.seeds, rng)
         decisions, runs = sequential_pilot(design, outcomes)
         if decisions["sum-mean"].decision == "raises":
             power += 1
             deciding_look[decisions["sum-mean"].look - 1] += 1
         fixed_power += fixed_pilot(design, outcomes)["sum-mean"] == "raises"
-        for arm in ARMS:
+        for arm in args.arms:
             trained[arm] += runs[arm]
-    rates = ", ".join(f"{arm} {rate}" for arm, rate in MEASURED.items())
+    rates = ", ".join(f"{arm} {rate}" for arm, rate in alternative.items())
     print(f"\nalternative ({rates}):")
     fixed = f"fixed at {last.runs_per_arm} runs per arm {fixed_power / args.draws:.3f}"
     print(f"  P(sum - mean raises): sequential {power / args.draws:.3f}, {fixed}")
@@ -149,7 +160,8 @@ def main() -> None:
     print("  expected runs per arm: " + ", ".join(f"{arm} {n:.1f}" for arm, n in runs.items()) + f" (fixed: {last.runs_per_arm} each)")
     print(
         f"command: python -m bench.sequential_design --draws {args.draws} --looks {' '.join(args.looks)} "
-        f"--max-runs-per-arm {args.max_runs_per_arm} --alpha-spending {args.alpha_spending}"
+        f"--max-runs-per-arm {args.max_runs_per_arm} --alpha-spending {args.alpha_spending} --arms {' '.join(args.arms)} "
+        f"--alternative {' '.join(args.alternative)}"
     )
 
 

@@ -77,3 +77,15 @@ def test_the_run_grid_and_the_tables_load_without_torch():
     code = "import sys, experiments.synthetic_sequences.planning.grid, experiments.synthetic_sequences.analysis.tables; "
     code += "print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_the_design_simulation_reads_a_term_without_controls_through_the_looks_code():
+    """Two arms (one planned contrast): sum at 1.0 against mean at 0.0 is decided "raises" in every simulated pilot, at
+    look 1 (5 blocks x 2 seeds: the stratified exact p of 10/10 against 0/10 is far below 0.0056)."""
+    command = [sys.executable, "-m", "bench.sequential_design", "--draws", "4", "--looks", "5x2", "5x4", "--arms", "mean", "sum"]
+    run = subprocess.run([*command, "--alternative", "mean=0", "sum=1"], capture_output=True, text=True, check=True)
+    assert "P(sum - mean raises): sequential 1.000, fixed at 20 runs per arm 1.000" in run.stdout
+    assert 'decided "raises" at: look 1 1.000, look 2 0.000' in run.stdout
+    assert "expected runs per arm: mean 10.0, sum 10.0 (fixed: 20 each)" in run.stdout
+    refused = subprocess.run([*command, "--alternative", "mean=0.1"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--alternative: give a rate for each of --arms mean sum" in refused.stderr
