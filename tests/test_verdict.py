@@ -245,6 +245,35 @@ def test_the_seeds_line_names_lines_that_no_search_resolves():
     assert none.startswith(f"No seed count up to {inference.MAX_SEEDS} per arm resolves")
 
 
+def test_the_seeds_line_over_blocks_sizes_seeds_per_block_and_says_when_the_estimate_is_not_above_the_runs():
+    """5 blocks x 2 seeds (10 per arm): 23 runs per arm is 5 blocks x ceil(23 / 5) = 5 seeds; an estimate of 8 is
+    below the 10 run; every line resolved says so with the runs per arm."""
+    from experiments.synthetic_sequences.analysis.verdict_text import seeds_line
+
+    table = runs(blocked_runs("mean", [1, 0, 0, 1, 0], 2), blocked_runs("sum", [2, 1, 1, 2, 1], 2))
+    line = seeds_line(pd.DataFrame({"endpoint": ["take-up", "separation"], "seeds_needed": [23.0, 12.0]}), table)
+    assert "about 23 per arm, 5 references x 5 seeds (now 10: 5 x 2)" in line and "`snakemake --cores 2 --config seeds=5`" in line
+    below = seeds_line(pd.DataFrame({"endpoint": ["take-up"], "seeds_needed": [8.0]}), table)
+    assert "The estimate is not above the seeds run" in below and "snakemake" not in below
+    resolved = seeds_line(pd.DataFrame({"endpoint": ["take-up", "onset"], "seeds_needed": [float("nan"), 40.0]}), table)
+    assert resolved == "Every take-up and separation line is resolved at the runs trained (10 per arm at most)."
+
+
+def test_a_seed_that_rose_and_fell_back_and_arms_under_other_numerics_are_named():
+    """A seed whose I(x;z) crossed the threshold and fell back by the end is not counted as a take-up, and says so; arms
+    trained under different numerics are named arm by arm, with the jobs they ran in."""
+    from experiments.synthetic_sequences.analysis.verdict_text import numerics_line, seed_cell
+
+    run = {"took_up": 0, "onset_observed": 1, "onset_step": 450.0, "mutual_information": 0.05, "strategy_information": 0.2}
+    assert seed_cell(run) == "rose @450, fell back · I 0.050 · SI 0.200"
+    mean, total = arm_runs("mean", 1, 2), arm_runs("sum", 1, 2)
+    for row in total:
+        row["numerics"] = "default kernels, another CPU, 1 thread, float32, torch 2.13.0+cpu, eager, 1 seed per pass"
+    line = numerics_line({"mean": pd.DataFrame(mean), "sum": pd.DataFrame(total)})
+    assert line.startswith("Numerics differ between the runs, so a difference between arms may be one of floats: mean: AVX2")
+    assert "; sum: default kernels" in line and line.endswith("Jobs: sequential, 2 seeds per process.")
+
+
 def test_a_take_up_line_sized_by_the_stratified_test_says_so():
     table = runs(blocked_runs("mean", [1, 0, 0, 1, 0], 2), blocked_runs("sum", [2, 1, 1, 2, 1], 2))
     text = verdict(table)["take-up"]["verdict"]
