@@ -97,7 +97,7 @@ def se(share: float, draws: int) -> float:
     return math.sqrt(max(share * (1 - share), 0.25 / draws) / draws)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=2000, help="simulated pilots per row")
     parser.add_argument("--looks", nargs="+", default=["5x2", "5x3", "5x4"], help="references x seeds per reference at each look")
@@ -108,9 +108,15 @@ def main() -> None:
     args = parser.parse_args()
     if not {"mean", "sum"} <= set(args.arms):
         parser.error("--arms: a term has at least the mean and the sum arm")
-    alternative = {arm: float(rate) for arm, rate in (item.split("=") for item in args.alternative)}
-    if set(alternative) != set(args.arms):
+    args.rates = {arm: float(rate) for arm, rate in (item.split("=") for item in args.alternative)}
+    if set(args.rates) != set(args.arms):
         parser.error(f"--alternative: give a rate for each of --arms {' '.join(args.arms)}")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    alternative = args.rates
     looks = [dict(zip(("references", "seeds"), map(int, look.split("x")), strict=True)) for look in args.looks]
     block = {"kind": "sequential", "looks": looks, "alpha_spending": args.alpha_spending, "max_runs_per_arm": args.max_runs_per_arm}
     design = parse_design(block)
