@@ -68,6 +68,7 @@ rule plots:
         runs=results("tables/runs.parquet"),
         mean_vs_sum=results("tables/mean_vs_sum.parquet"),
         curves=results("tables/curves.parquet"),
+        cross_term=results("tables/cross_term.parquet"),
     output:
         reported_plot_files(),
     log:
@@ -84,5 +85,5 @@ rule plots:
         control_of=control_pairs(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.plots --runs {input.runs:q} "
-        "--mean-vs-sum {input.mean_vs_sum:q} --curves {input.curves:q} --control-of={params.control_of:q} "
+        "--mean-vs-sum {input.mean_vs_sum:q} --curves {input.curves:q} --cross-term {input.cross_term:q} --control-of={params.control_of:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"

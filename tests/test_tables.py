@@ -151,3 +151,18 @@ def test_a_single_seed_still_tabulates_and_plots(runs, tmp_path):
     curves.to_parquet(tmp_path / "curves.parquet")
     outputs = make_plots(tmp_path / "runs.parquet", tmp_path / "pairs.parquet", tmp_path / "curves.parquet", tmp_path / "plots", CONTROL_OF)
     assert all(path.read_bytes()[:4] == b"\x89PNG" for path in outputs)
+
+
+def test_the_forest_plot_labels_each_row_with_the_designs_decision_and_names_its_intervals_naive(runs, monkeypatch):
+    """Under a sequential design (a cross-term table with decisions) each row says what the design decided; without
+    one the labels are the rows alone."""
+    from experiments.synthetic_sequences.analysis import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
+    contrasts = contrast_table(runs, CONTROL_OF)
+    plots.forest(contrasts, None, {("main", "raw", 0.0): "raises (look 1)"})
+    plots.forest(contrasts, None)
+    designed, fixed = ([label.get_text() for label in fig.axes[0].get_yticklabels()] for fig in figures)
+    assert designed == ["main raw a=0\ndesign: raises (look 1)"] and fixed == ["main raw a=0"]
+    assert "(naive under the design)" in figures[0].axes[0].get_title() and "naive" not in figures[1].axes[0].get_title()

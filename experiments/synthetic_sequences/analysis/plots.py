@@ -19,7 +19,7 @@ curves.png        validation learning curves: a row per family, term and alpha, 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -31,6 +31,7 @@ import pandas as pd  # noqa: E402
 
 from core.disentanglement.artifacts import atomic_path  # noqa: E402
 from experiments.synthetic_sequences.analysis.contrasts import MARGINS, ONSET, PRIMARY  # noqa: E402
+from experiments.synthetic_sequences.analysis.cross_term import DESIGN_DECISION  # noqa: E402
 from experiments.synthetic_sequences.analysis.inference import kaplan_meier  # noqa: E402
 from experiments.synthetic_sequences.analysis.verdict import ENDPOINTS  # noqa: E402
 from experiments.synthetic_sequences.metrics import METRICS, view  # noqa: E402
@@ -121,8 +122,9 @@ def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
     save(fig, path)
 
 
-def forest(contrasts: pd.DataFrame, path: Path) -> None:
-    """sum - mean of every (family, term, alpha) with its 95% interval, a panel per endpoint read on an interval."""
+def forest(contrasts: pd.DataFrame, path: Path, decisions: Mapping[tuple, str] | None = None) -> None:
+    """sum - mean of every (family, term, alpha) with its 95% interval, a panel per endpoint read on an interval; under a
+    sequential design, each row's label gives the design's take-up decision and the intervals are named naive."""
     panels = [endpoint for endpoint in ENDPOINTS if endpoint.metric != ONSET]
     effects = contrasts[contrasts.comparison == "sum-mean"]
     groups = sorted(effects.groupby(["family", "term", "alpha"]).groups)
@@ -149,11 +151,14 @@ def forest(contrasts: pd.DataFrame, path: Path) -> None:
             ax.errorbar([delta], [position], xerr=error, fmt="o", color=MODE_COLOURS["sum"], capsize=3)
             counts = f"n={row['n_a']},{row['n_b']}"
             ax.annotate(counts, (delta, position), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center")
-        intervals = " / ".join(sorted(chosen["interval"].dropna().unique()))
+        intervals = " / ".join(sorted(chosen["interval"].dropna().unique())) + (" (naive under the design)" if decisions else "")
         title = f"{endpoint.name} ({endpoint.metric}, {endpoint.subset} runs): sum - mean"
         ax.set_title(f"{title}\n{intervals} 95% interval; shaded: +-{margin:g}", fontsize=8)
         ax.grid(axis="x", alpha=0.3)
-    axes[0, 0].set_yticks(y, [f"{family} {term} a={alpha:g}" for family, term, alpha in groups], fontsize=8)
+    labels = [f"{family} {term} a={alpha:g}" for family, term, alpha in groups]
+    if decisions:
+        labels = [f"{label}\ndesign: {decisions.get(group, '-')}" for label, group in zip(labels, groups, strict=True)]
+    axes[0, 0].set_yticks(y, labels, fontsize=8)
     fig.tight_layout()
     save(fig, path)
 
@@ -225,7 +230,8 @@ def takeup(runs: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
     save(fig, path)
 
 
-def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: dict[str, str]) -> list[Path]:
+def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: dict[str, str], cross_term_path=None) -> list[Path]:
+    """Every figure; the cross-term table (cross_term.py), when given, brings a sequential design's decisions."""
     out_dir = Path(out_dir)
     runs, contrasts, curve_table = pd.read_parquet(runs_path), pd.read_parquet(mean_vs_sum_path), pd.read_parquet(curves_path)
     outputs = [out_dir / f"{name}.png" for name in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "forest")]
@@ -235,7 +241,13 @@ def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: di
     by_condition(runs, list(view("latent_usage_panels")), outputs[2], "Latent usage on the test split")
     deltas(contrasts[contrasts.subset == "all"], list(view("contrast_panels")), outputs[3])
     curves(curve_table, control_of, outputs[4])
-    forest(contrasts, outputs[5])
+    cross_term = pd.read_parquet(cross_term_path) if cross_term_path else None
+    decided = (
+        {}
+        if cross_term is None
+        else {(row["family"], row["term"], row["alpha"]): row[DESIGN_DECISION] for row in cross_term.to_dict("records")}
+    )
+    forest(contrasts, outputs[5], {group: text for group, text in decided.items() if text != "-"})
     return outputs
 
 
@@ -245,9 +257,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--mean-vs-sum", required=True)
     parser.add_argument("--curves", required=True)
     parser.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
+    parser.add_argument("--cross-term", help="tables/cross_term.parquet: a sequential design's decisions for the forest plot")
     parser.add_argument("--out-dir", required=True)
     args = parser.parse_args(argv)
-    make_plots(args.runs, args.mean_vs_sum, args.curves, args.out_dir, parse_control_of(args.control_of))
+    make_plots(args.runs, args.mean_vs_sum, args.curves, args.out_dir, parse_control_of(args.control_of), args.cross_term)
 
 
 if __name__ == "__main__":
