@@ -31,6 +31,7 @@ from experiments.synthetic_sequences.planning.bindings import (
 )
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
 from experiments.synthetic_sequences.planning.design import parse_design
+from experiments.synthetic_sequences.planning.endpoints import check_design_endpoints, declared_primary, format_primary
 from experiments.synthetic_sequences.planning.looks import (
     LOOK_TEMPLATE,
     arm_of,
@@ -121,6 +122,7 @@ def run_grid():
     family that is not its main family with one factor changed, naming them, before any job runs."""
     specs = expand_grid(config["families"], config.get("seeds"), config.get("references"))
     check_pairings(config["families"], config.get("seeds"))
+    declared_primary(config["families"])  # refuses an endpoint it does not know, or one declared in a control family
     check_batch_sizes(specs)
     return {spec.path: spec for spec in specs}
 
@@ -286,6 +288,11 @@ def control_pairs():
     return format_pairs(control_families(config["families"]))
 
 
+def primary_flag():
+    """--primary of the tables: the (family, term, alpha) read on a declared primary endpoint other than take-up."""
+    return shlex.quote(format_primary(declared_primary(config["families"])))
+
+
 def table_files():
     tables = expand(results("tables/{table}.{ext}"), table=TABLES, ext=TABLE_FORMATS)
     return tables + expand(results("tables/curves.{ext}"), ext=CURVE_FORMATS)
@@ -322,6 +329,7 @@ def config_design():
         from experiments.synthetic_sequences.analysis.sequential import check_decidable
 
         check_design_grid(design, references(), top_seeds(), config["families"], seeds_per_job())
+        check_design_endpoints(declared_primary(config["families"]))
         check_decidable(design, arm_groups().values())
         check_design_fixed(config["results"], design, config.get("design_reset", False))
         previous = None

@@ -55,10 +55,12 @@ rule aggregate_tables:
     params:
         out_dir=output_folder,
         control_of=control_pairs(),
+        primary=primary_flag(),
         inputs=input_flags,
     shell:
         "python -m experiments.synthetic_sequences.analysis.tables aggregate --metrics {input.metrics:q} "
         "--data-summary {input.summary:q} --references {input.references:q} --control-of={params.control_of:q} "
+        "--primary {params.primary} "
         "--grid {input.grid:q} --grid-copy {output.grid:q} {params.inputs} --looks {input.looks:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 

@@ -12,7 +12,7 @@ from experiments.synthetic_sequences.analysis.cross_term import (
     DESIGN_DECISION,
     cross_term_table,
     holm_across,
-    planned_takeup_contrasts,
+    planned_contrasts,
 )
 from experiments.synthetic_sequences.analysis.sequential import look_groups
 from experiments.synthetic_sequences.analysis.takeup_table import arm_table
@@ -309,10 +309,10 @@ def test_the_cross_term_table_gives_each_term_s_sum_mean_take_up_as_the_contrast
     assert len(ranked) == 6  # raw: sum-mean, scale-mean, sum-scale, balance-mean, sum-balance; dist: sum-mean
     for term in ("raw", "dist"):
         assert rows.loc[term, ACROSS] == pytest.approx(by_hand[term, "sum-mean"])
-    page = verdict_markdown(lines, table, CONTROL_OF, cross_term=glance, planned=planned_takeup_contrasts(contrasts))
+    page = verdict_markdown(lines, table, CONTROL_OF, cross_term=glance, planned=planned_contrasts(contrasts))
     assert "## At a glance" not in verdict_markdown(lines, table, CONTROL_OF)
     assert page.index("## At a glance") < page.index("Endpoints, in order") < page.index("## main raw alpha=0")
-    assert "adjusts all 6 planned take-up contrasts of the pilot together" in page
+    assert "adjusts all 6 planned contrasts of the pilot together" in page
     assert (glance[DESIGN_DECISION] == "-").all() and "design decision" not in page
 
 
@@ -333,7 +333,7 @@ def test_under_a_design_the_cross_term_table_gives_the_looks_decision_and_no_pil
     rows = glance.set_index("term")
     assert rows.loc["raw", DESIGN_DECISION] == "raises (look 1)" and rows.loc["dist", DESIGN_DECISION] == "open after look 1 of 2"
     assert glance[ACROSS].isna().all()
-    page = verdict_markdown(lines, table, CONTROL_OF, looks, glance, planned_takeup_contrasts(contrasts))
+    page = verdict_markdown(lines, table, CONTROL_OF, looks, glance, planned_contrasts(contrasts))
     header = page[page.index("## At a glance") : page.index("Endpoints, in order")]
     assert "| design decision" in header and "fixed-design reading (naive)" in header and ACROSS not in header
     assert "the sequential design holds each at 5%" in header and "Nothing is claimed across terms" in header
@@ -343,3 +343,35 @@ def test_holm_across_leaves_a_row_without_a_test_out_of_the_count():
     adjusted = holm_across(pd.Series([0.01, float("nan"), 0.04]))
     assert adjusted.iloc[0] == pytest.approx(0.02) and pd.isna(adjusted.iloc[1]) and adjusted.iloc[2] == pytest.approx(0.04)
     assert holm_across(pd.Series([float("nan")])).isna().all()
+
+
+def test_a_term_declaring_onset_primary_is_read_on_onset_first_and_holm_spans_its_onset_contrasts():
+    """dist takes up in every run of both arms (a ceiling), sooner under sum (onsets 300-600 against 600-900; medians
+    450 and 750 by hand: S falls to 0.6 after the four earliest and to 0.3 after the next three). Declared onset
+    primary, its onset contrast joins Holm and its take-up one leaves it; raw keeps take-up."""
+    raw = runs(arm_runs("mean", 1, 10), arm_runs("sum", 9, 10), arm_runs("scale", 9, 10), arm_runs("balance", 2, 10))
+    dist = runs(arm_runs("mean", 10, 10, onset=600.0), arm_runs("sum", 10, 10, onset=300.0)).assign(term="dist")
+    table = pd.concat([raw, dist], ignore_index=True)
+    declared = {("main", "dist", 0.0): "onset"}
+    contrasts = contrast_table(table, CONTROL_OF, declared)
+    adjustment = contrasts[contrasts.comparison == "sum-mean"].set_index(["term", "metric", "subset"]).adjustment
+    assert adjustment["dist", "onset_step", "all"] == "holm" and adjustment["dist", "took_up", "all"] == "benjamini-hochberg"
+    assert adjustment["raw", "took_up", "all"] == "holm" and adjustment["raw", "onset_step", "all"] == "benjamini-hochberg"
+    lines = verdict_table(table, contrasts, CONTROL_OF, declared)
+    dist_lines = lines[lines.term == "dist"]
+    assert list(dist_lines.endpoint) == ["onset", "take-up", "magnitude", "separation"] and list(dist_lines.primary) == [
+        True,
+        False,
+        False,
+        False,
+    ]
+    assert list(lines[lines.term == "raw"].endpoint)[0] == "take-up"
+    glance = cross_term_table(lines, table, contrasts, CONTROL_OF).set_index("term")
+    assert glance.loc["dist", "endpoint"] == "onset" and glance.loc["dist", "reading"] == "earlier"
+    assert glance.loc["dist", ["mean", "sum"]].tolist() == ["10/10, median 750", "10/10, median 450"]
+    assert glance.loc["raw", ["endpoint", "mean"]].tolist() == ["take-up", "1/10"]
+    assert planned_contrasts(contrasts) == 6  # raw's 5 take-up contrasts and dist's onset one
+    page = verdict_markdown(lines, table, CONTROL_OF, cross_term=glance.reset_index(), planned=6)
+    section = page[page.index("## main dist alpha=0") :]
+    assert section.index("Primary endpoint: onset, declared in the config") < section.index("- onset of take-up")
+    assert "main dist declared onset their primary endpoint in the config" in page

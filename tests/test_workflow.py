@@ -201,6 +201,22 @@ RUN0 = ("families", "discrete", "runs", 0)
         ({("design",): design_block((5, 2), (5, 6))}, "design.looks[1]: 30 runs per arm is more than max_runs_per_arm 20"),
         ({("design",): design_block((5, 2), (5, 4))}, "set references: 5 and seeds: 4, the most an arm trains"),
         ({("design",): {**design_block((5, 2), (5, 4)), "alpha_spending": "linear"}}, "'linear' is not one of ['obrien-fleming'"),
+        # a declared primary endpoint: only onset besides take-up, not in a control family, not under a design
+        ({("families", "discrete", "runs", 0, "primary"): "magnitude"}, "'magnitude' is not one of ['take-up', 'onset']"),
+        (
+            {("families", "discrete-scale", "runs", 0, "primary"): "onset"},
+            "families.discrete-scale.runs[0].primary: a control family follows its main family's primary endpoint",
+        ),
+        (
+            {
+                ("families", "discrete", "runs", 0, "primary"): "onset",
+                ("design",): design_block((5, 2), (5, 4)),
+                ("references",): 5,
+                ("seeds",): 4,
+                ("seeds_per_job",): 2,
+            },
+            "families.discrete: raw alpha=0 declares primary: onset, but a sequential design steers on take-up only",
+        ),
     ],
 )
 def test_bad_config_fails_at_parse_time_naming_the_field(tmp_path, override, message):
@@ -521,6 +537,15 @@ NOTE_BETAS = {  # config/note.yaml's operating points (docs/findings.md, the cal
     ("continuous", "hybrid"): 0.11,
     ("continuous", "raw"): 0.02,
 }
+
+
+def test_a_declared_onset_endpoint_reaches_the_tables(tmp_path):
+    config = write_config(tmp_path, {("families", "discrete", "runs", 0, "primary"): "onset"})
+    jobs = dry_run_jobs("--configfile", str(config), "--config", f"results={tmp_path / 'results'}")
+    (tables,) = [job for job in jobs if job["rule"] == "aggregate_tables"]
+    assert """--primary '[["discrete", "raw", 0.0, "onset"]]'""" in tables["shell"]
+    (default,) = [job for job in dry_run_jobs("--config", f"results={tmp_path / 'default'}") if job["rule"] == "aggregate_tables"]
+    assert "--primary '[]'" in default["shell"]
 
 
 def test_the_notes_pilot_trains_look_1_with_each_term_at_its_own_beta(tmp_path):

@@ -24,7 +24,8 @@ pooled across blocks:
                         or k-means clusters of E_q[z]), the probe and the samples' rates, secondary readings: among
                         all pairs, with the paired t p
 Onset and the continuous metrics are secondary: Benjamini-Hochberg over them per (family, term, alpha,
-comparison, subset). Every row carries both the raw and the adjusted p, the smallest p its test can give at
+comparison, subset). A term that declares onset its primary endpoint (planning/endpoints.py) swaps the two: Holm
+over its planned onset contrasts, take-up secondary. Every row carries both the raw and the adjusted p, the smallest p its test can give at
 this n, and the arm sizes. Rows exist only for arms that were run and pairs that exist.
 """
 
@@ -237,13 +238,21 @@ def comparison_rows(a: pd.DataFrame, b: pd.DataFrame) -> list[dict]:
     return rows + paired_rows(both, "took_up", PAIRED_METRICS)
 
 
-def adjust_for_multiplicity(table: pd.DataFrame) -> pd.DataFrame:
-    """Holm over each (family, term, alpha)'s planned contrasts on take-up; Benjamini-Hochberg over the secondary
-    endpoints of each (family, term, alpha, comparison, subset)."""
-    primary = table.metric == PRIMARY
+def primary_rows(table: pd.DataFrame, declared: Mapping[tuple[str, str, float], str]) -> pd.Series:
+    """Each (family, term, alpha)'s planned contrasts on its primary endpoint: take-up, or onset where declared."""
+    onset = pd.Series([(row.family, row.term, float(row.alpha)) in declared for row in table.itertuples()], index=table.index, dtype=bool)
+    return ((table.metric == PRIMARY) & ~onset) | ((table.metric == ONSET) & (table.subset == "all") & onset)
+
+
+def adjust_for_multiplicity(table: pd.DataFrame, declared: Mapping[tuple[str, str, float], str]) -> pd.DataFrame:
+    """Holm over each (family, term, alpha)'s planned contrasts on its primary endpoint (take-up, or a declared onset:
+    planning/endpoints.py); Benjamini-Hochberg over the secondary endpoints of each (family, term, alpha, comparison,
+    subset)."""
+    primary = primary_rows(table, declared)
     table = table.assign(p_adjusted=np.nan, adjustment=np.where(primary, "holm", "benjamini-hochberg"))
-    for _, index in table[primary].groupby(["family", "term", "alpha"]).groups.items():
+    for _, index in table[primary].groupby(["family", "term", "alpha"]).groups.items():  # one endpoint per group
         table.loc[index, "p_adjusted"] = multiplicity.adjust(table.loc[index, "p"], "holm")
+    for _, index in table[table.metric == PRIMARY].groupby(["family", "term", "alpha"]).groups.items():
         for i in index:  # at the level Holm holds the smallest of the planned contrasts' p values to
             rates = [table.at[i, "estimate"] + table.at[i, "rate_b"], table.at[i, "rate_b"]]
             blocks = int(table.at[i, "references"])
@@ -253,8 +262,11 @@ def adjust_for_multiplicity(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def contrast_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
-    """One row per (family, term, alpha, comparison, endpoint, subset) that has runs in both arms; see the module docstring."""
+def contrast_table(
+    runs: pd.DataFrame, control_of: dict[str, str], declared: Mapping[tuple[str, str, float], str] | None = None
+) -> pd.DataFrame:
+    """One row per (family, term, alpha, comparison, endpoint, subset) that has runs in both arms; see the module
+    docstring. `declared`: the (family, term, alpha) whose primary endpoint is onset (planning/endpoints.py)."""
     rows = []
     for family, family_arms in arms(runs, control_of).items():
         for (left, right), comparison in zip(COMPARISONS, COMPARISON_NAMES, strict=True):
@@ -266,7 +278,7 @@ def contrast_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFra
                     continue
                 where = {"family": family, "term": term, "alpha": alpha, "comparison": comparison}
                 rows += [{**where, **row} for row in comparison_rows(a, b)]
-    table = adjust_for_multiplicity(pd.DataFrame(rows, columns=[*COLUMNS, "rate_b"])).drop(columns="rate_b")
+    table = adjust_for_multiplicity(pd.DataFrame(rows, columns=[*COLUMNS, "rate_b"]), declared or {}).drop(columns="rate_b")
     statistics = [
         "estimate",
         "sd",

@@ -1,6 +1,7 @@
 """The note's question at a glance: the table that opens verdict.md, one row per (family, term, alpha).
 
-A row gives the primary endpoint of every arm (take-up: runs that took up the latent, of the runs), sum - mean with
+A row gives the primary endpoint of every arm (take-up: runs that took up the latent, of the runs; or, for a term
+that declares onset primary in the config, runs with an onset of the runs and the median step), sum - mean with
 its 95% interval, its p, and its reading under the verdict's rule (Holm over the term's own planned contrasts), then
 what each control reproduces of it. Its last column adjusts every planned take-up contrast of the whole pilot together
 (Holm over all rows' contrasts: sum - mean and each control's), and gives the sum - mean one's: the p for a reader
@@ -19,11 +20,12 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
-from experiments.synthetic_sequences.analysis.contrasts import PRIMARY, arms, takeup_count, term_arms
+from experiments.synthetic_sequences.analysis.contrasts import ONSET, arms, takeup_count, term_arms
 from experiments.synthetic_sequences.analysis.design_text import decision_text
+from experiments.synthetic_sequences.analysis.inference import kaplan_meier
 from experiments.synthetic_sequences.analysis.verdict import CONTROL_ARMS
+from experiments.synthetic_sequences.planning.endpoints import ONSET as ONSET_ENDPOINT
 
-PRIMARY_ENDPOINT = "take-up"
 ARMS = ("mean", "sum", *CONTROL_ARMS)
 ACROSS = "p (Holm across the pilot)"
 DESIGN_DECISION = "design decision"
@@ -55,9 +57,17 @@ def holm_across(p_values: pd.Series) -> pd.Series:
     return adjusted
 
 
-def planned_takeup_contrasts(contrasts: pd.DataFrame) -> int:
-    """How many planned take-up contrasts the pilot has (every row's sum - mean and its controls')."""
-    return int((contrasts.metric == PRIMARY).sum())
+def planned_contrasts(contrasts: pd.DataFrame) -> int:
+    """How many planned contrasts on a primary endpoint the pilot has (every row's sum - mean and its controls')."""
+    return int((contrasts.adjustment == "holm").sum())
+
+
+def arm_cell(arm: pd.DataFrame, endpoint: str) -> str:
+    """An arm's primary endpoint: 'k/n' took up, or for onset 'k/n, median 250' (runs with an onset, KM median)."""
+    if endpoint != ONSET_ENDPOINT:
+        return takeup_count(arm)
+    median = kaplan_meier(arm[ONSET], arm.onset_observed)["median"]
+    return f"{int(arm.onset_observed.sum())}/{len(arm)}, median {'not reached' if math.isnan(median) else f'{median:.0f}'}"
 
 
 def design_decisions(looks: Sequence[Mapping]) -> dict[tuple[str, str, float], str]:
@@ -81,7 +91,7 @@ def cross_term_table(
     family_arms = arms(runs, control_of)
     decided = design_decisions(looks)
     rows = []
-    for line in verdict[verdict.endpoint == PRIMARY_ENDPOINT].to_dict("records"):
+    for line in verdict[verdict.primary].to_dict("records"):
         group = term_arms(family_arms[line["family"]], line["term"], line["alpha"])
         rows.append(
             {
@@ -89,8 +99,8 @@ def cross_term_table(
                 "term": line["term"],
                 "alpha": line["alpha"],
                 "beta": float(group["mean"].beta.iloc[0]),  # a control pairs at its main family's beta (pairing.py)
-                "endpoint": PRIMARY_ENDPOINT,
-                **{name: takeup_count(group[name]) if name in group else "-" for name in ARMS},
+                "endpoint": line["endpoint"],
+                **{name: arm_cell(group[name], line["endpoint"]) if name in group else "-" for name in ARMS},
                 "sum - mean": line["estimate"],
                 "ci_low": line["ci_low"],
                 "ci_high": line["ci_high"],
@@ -102,7 +112,7 @@ def cross_term_table(
             }
         )
     table = pd.DataFrame(rows, columns=COLUMNS[:-1])
-    planned = contrasts[contrasts.metric == PRIMARY].reset_index(drop=True)
+    planned = contrasts[contrasts.adjustment == "holm"].reset_index(drop=True)
     planned["across"] = holm_across(planned["p"].astype(float))
     effect = planned[planned.comparison == "sum-mean"].set_index(["family", "term", "alpha"])["across"]
     table[ACROSS] = [effect.get((row.family, row.term, row.alpha), math.nan) for row in table.itertuples()]
@@ -132,8 +142,15 @@ def glance_frame(table: pd.DataFrame, design: bool) -> pd.DataFrame:
     return shown
 
 
-def multiplicity_line(planned: int, design: bool) -> str:
+def multiplicity_line(table: pd.DataFrame, planned: int, design: bool) -> str:
     """What the table's p values hold, said once under it."""
+    declared = [f"{row.family} {row.term}" for row in table.itertuples() if row.endpoint == ONSET_ENDPOINT]
+    onset = (
+        f" {', '.join(declared)} declared onset their primary endpoint in the config (take-up sits at a ceiling or a "
+        "floor there): Holm spans their planned onset contrasts (stratified log-rank), and take-up is secondary."
+        if declared
+        else ""
+    )
     if design:
         return (
             "Each (family, term) is one of the note's questions, and the sequential design holds each at 5%: its looks "
@@ -142,8 +159,8 @@ def multiplicity_line(planned: int, design: bool) -> str:
             "runs the design trained, which the design's stopping makes naive. Nothing is claimed across terms."
         )
     return (
-        f"Each row reads its term under Holm over that term's own planned take-up contrasts (`p (Holm in term)`): every "
-        f"(family, term) is one of the note's questions, and the verdict holds each at 5%. `{ACROSS}` adjusts all "
-        f"{planned} planned take-up contrasts of the pilot together (sum - mean and the controls', every row), for the "
-        "pilot-wide claim that sum changes take-up in some term."
+        f"Each row reads its term under Holm over that term's own planned contrasts on its primary endpoint (`p (Holm in "
+        f"term)`): every (family, term) is one of the note's questions, and the verdict holds each at 5%. `{ACROSS}` "
+        f"adjusts all {planned} planned contrasts of the pilot together (sum - mean and the controls', every row), for "
+        f"the pilot-wide claim that sum changes the primary endpoint in some term.{onset}"
     )

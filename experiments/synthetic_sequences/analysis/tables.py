@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +31,7 @@ import pandas as pd
 from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.analysis.confounds import confound_table, length_separation
 from experiments.synthetic_sequences.analysis.contrasts import contrast_table
-from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, planned_takeup_contrasts
+from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, planned_contrasts
 from experiments.synthetic_sequences.analysis.curves import convergence
 from experiments.synthetic_sequences.analysis.look_files import check_looks_read, read_looks
 from experiments.synthetic_sequences.analysis.metrics_files import RUN_RECORD, read_metrics, runs_table, write_metrics
@@ -58,6 +58,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     run_record,
     tables_grid_file,
 )
+from experiments.synthetic_sequences.planning.endpoints import parse_primary
 from experiments.synthetic_sequences.planning.grid import parse_control_of
 from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout
 
@@ -164,7 +165,10 @@ def aggregate(
     control_of: dict[str, str],
     binding: Binding | None = None,
     looks: Sequence[dict] = (),
+    primary: Mapping[tuple[str, str, float], str] | None = None,
 ) -> dict[str, pd.DataFrame]:
+    """Every table and verdict.md from the runs' metrics files; `primary`: the (family, term, alpha) read on a declared
+    primary endpoint other than take-up (planning/endpoints.py)."""
     if not metric_paths:
         raise ValueError("aggregate needs at least one run's metrics file")
     metrics, records = read_metrics(metric_paths)
@@ -174,7 +178,7 @@ def aggregate(
             check_looks_read(looks, binding.grid)
         check_inputs([held[0] for held in records.values()], binding.input_hashes, binding.results)
     runs = runs_table(metrics)
-    contrasts = contrast_table(runs, control_of)
+    contrasts = contrast_table(runs, control_of, primary)
     data_summary = read_json(data_summary_path)
     tables = {
         "runs": runs,
@@ -183,7 +187,7 @@ def aggregate(
         "mean_vs_sum": contrasts,
         "confounds": confound_table(data_summary, [read_json(path) for path in reference_paths], metrics),
         "length_separation": length_separation(metrics),
-        "verdict": verdict_table(runs, contrasts, control_of),
+        "verdict": verdict_table(runs, contrasts, control_of, primary),
     }
     tables["cross_term"] = cross_term_table(tables["verdict"], runs, contrasts, control_of, looks)
     out_dir = Path(out_dir)
@@ -199,7 +203,7 @@ def aggregate(
                 control_of,
                 looks,
                 tables["cross_term"],
-                planned_takeup_contrasts(contrasts),
+                planned_contrasts(contrasts),
                 tables["length_separation"],
                 data_summary,
             )
@@ -220,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     combine.add_argument("--data-summary", required=True)
     combine.add_argument("--references", nargs="+", required=True)
     combine.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
+    combine.add_argument("--primary", default="", help="JSON [[family, term, alpha, endpoint], ...]: declared primary endpoints")
     combine.add_argument("--out-dir", required=True)
     combine.add_argument("--grid", required=True, help="the grid.json the Snakefile writes: the runs the tables may read")
     combine.add_argument("--grid-copy", default=None, help="where the tables keep a copy of it (default: grid-<its name> in --out-dir)")
@@ -240,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             control_of = parse_control_of(args.control_of)
             binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
             looks = read_looks(args.looks, control_of)
-            tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of, binding, looks)
+            primary = parse_primary(args.primary)
+            tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of, binding, looks, primary)
             keep_grid_record(binding.grid, args.grid_copy or Path(args.out_dir) / tables_grid_file(args.grid))
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
     except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback

@@ -6,6 +6,7 @@ verdict.md prints it above the sentences.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -76,6 +77,7 @@ COLUMNS = [
     "term",
     "alpha",
     "endpoint",
+    "primary",
     "metric",
     "subset",
     "n_a",
@@ -208,8 +210,12 @@ def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame], medians
     return ", ".join(f"{name} n={len(arm)}" for name, arm in group_arms.items())
 
 
-def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
-    """One row per (main family, term, alpha, endpoint) whose family has a mean and a sum arm; see the module docstring."""
+def verdict_table(
+    runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[str, str], declared: Mapping[tuple[str, str, float], str] | None = None
+) -> pd.DataFrame:
+    """One row per (main family, term, alpha, endpoint) whose family has a mean and a sum arm, its primary endpoint
+    (take-up, or the one `declared` for it: planning/endpoints.py) first; see the module docstring."""
+    declared = declared or {}
     rows = []
     for family, family_arms in arms(runs, control_of).items():
         if not {"mean", "sum"} <= set(family_arms):
@@ -223,7 +229,8 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
             involved, behind = pd.concat(group_arms.values()), runs_behind(group_arms)
             # each arm's Kaplan-Meier median onset, once: the onset line prints them and reads its direction from them
             medians = {name: kaplan_meier(arm[ONSET], arm.onset_observed)["median"] for name, arm in group_arms.items()}
-            for endpoint in ENDPOINTS:
+            first = declared.get((family, term, float(alpha)), ENDPOINTS[0].name)
+            for endpoint in sorted(ENDPOINTS, key=lambda endpoint: endpoint.name != first):  # the primary first
                 chosen = mine[(mine.metric == endpoint.metric) & (mine.subset == endpoint.subset)]
                 by_comparison = {row["comparison"]: row for row in chosen.to_dict("records")}
                 if endpoint.metric == ONSET:
@@ -240,6 +247,7 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
                         "term": term,
                         "alpha": alpha,
                         "endpoint": endpoint.name,
+                        "primary": endpoint.name == first,
                         "metric": endpoint.metric,
                         "subset": endpoint.subset,
                         **{key: effect_row.get(key, math.nan) for key in STATISTICS},
@@ -252,4 +260,4 @@ def verdict_table(runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[
                     }
                 )
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return table.astype({"n_a": "Int64", "n_b": "Int64", "references": "Int64"})
+    return table.astype({"n_a": "Int64", "n_b": "Int64", "references": "Int64", "primary": bool})

@@ -136,6 +136,36 @@ def numerics_line(group_arms: dict[str, pd.DataFrame]) -> str:
     return f"Numerics differ between the runs, so a difference between arms may be one of floats: {parts}.{execution}"
 
 
+def group_section(group: pd.DataFrame, group_arms: dict[str, pd.DataFrame], length: pd.DataFrame | None) -> list[str]:
+    """The section of one (family, term, alpha): its runs, numerics, declared endpoint, lines and seed table."""
+    family, term, alpha = (group[key].iloc[0] for key in ("family", "term", "alpha"))
+    lines = [f"## {family} {term} alpha={alpha:g}", "", f"Runs: {group.runs.iloc[0]}.", "", numerics_line(group_arms), ""]
+    if (first := group.endpoint.iloc[0]) != rule.ENDPOINTS[0].name:
+        lines += [
+            f"Primary endpoint: {first}, declared in the config; Holm spans its planned contrasts, and take-up is secondary here.",
+            "",
+        ]
+    if absent := [kind for kind in rule.CONTROL_ARMS if kind not in group_arms]:
+        lines += [absent_controls_line(family, absent), ""]
+    lines += [f"- {text}" for text in group.verdict]
+    if length is not None and (said := length_line(length, family, term, alpha)):
+        lines.append(f"- {said}")
+    if unconverged := int(group.unconverged_runs.iloc[0]):
+        lines.append(
+            f"- {unconverged} of {sum(len(a) for a in group_arms.values())} runs are not flagged converged "
+            "(reconstruction still moving, or I(x;z) still moving after its onset; see `runs`)."
+        )
+    return [
+        *lines,
+        "",
+        f"Per reference and seed: take-up event (I(x;z) >= {rule.TAKEUP_THRESHOLD:g} nats on validation), "
+        "final test I(x;z) (nats) and strategy information SI.",
+        "",
+        seed_table(group_arms),
+        "",
+    ]
+
+
 def verdict_markdown(
     verdict: pd.DataFrame,
     runs: pd.DataFrame,
@@ -159,7 +189,7 @@ def verdict_markdown(
             "",
             markdown(glance, floatfmt="g"),
             "",
-            multiplicity_line(planned, bool(looks)),
+            multiplicity_line(cross_term, planned, bool(looks)),
             "",
         ]
     lines += ["```", rule.RULE, "```", ""]
@@ -169,27 +199,7 @@ def verdict_markdown(
         return "\n".join([*lines, "No family has both a mean and a sum run: nothing to compare.", ""])
     family_arms = arms(runs, control_of)
     for (family, term, alpha), group in verdict.groupby(["family", "term", "alpha"], sort=False):
-        group_arms = term_arms(family_arms[family], term, alpha)
-        lines += [f"## {family} {term} alpha={alpha:g}", "", f"Runs: {group.runs.iloc[0]}.", "", numerics_line(group_arms), ""]
-        if absent := [kind for kind in rule.CONTROL_ARMS if kind not in group_arms]:
-            lines += [absent_controls_line(family, absent), ""]
-        lines += [f"- {text}" for text in group.verdict]
-        if length is not None and (said := length_line(length, family, term, alpha)):
-            lines.append(f"- {said}")
-        unconverged = int(group.unconverged_runs.iloc[0])
-        if unconverged:
-            lines.append(
-                f"- {unconverged} of {sum(len(a) for a in group_arms.values())} runs are not flagged converged "
-                "(reconstruction still moving, or I(x;z) still moving after its onset; see `runs`)."
-            )
-        lines += [
-            "",
-            f"Per reference and seed: take-up event (I(x;z) >= {rule.TAKEUP_THRESHOLD:g} nats on validation), "
-            "final test I(x;z) (nats) and strategy information SI.",
-            "",
-            seed_table(group_arms),
-            "",
-        ]
+        lines += group_section(group, term_arms(family_arms[family], term, alpha), length)
     last = "The sequential design above set the runs; its decisions stand." if looks else seeds_line(verdict, runs)
     lines += ["## Summary", "", markdown(verdict.drop(columns=["verdict", "runs"]), floatfmt=".3g"), "", last]
     return "\n".join(lines) + "\n"
