@@ -97,8 +97,20 @@ def test_a_split_without_token_counts_is_left_out_and_none_leaves_no_line():
 
 
 def test_length_alone_is_read_from_the_training_records():
-    summary = {"train": {"length_only_strategy_accuracy": {"overall": 0.735, "count": 0.7321, "sort": 0.9091}}}
-    assert (
-        length_predicts_strategy(summary)
-        == "Length alone predicts a training record's strategy with accuracy 0.73 (count 0.73, sort 0.91)."
+    by_task_strategy = [  # 30 direct, 50 stepwise, 20 alternative records: the commonest strategy is half of them
+        {"task": "count", "strategy": "direct", "count": 10},
+        {"task": "sort", "strategy": "direct", "count": 20},
+        {"task": "count", "strategy": "stepwise", "count": 35},
+        {"task": "sort", "strategy": "stepwise", "count": 15},
+        {"task": "sort", "strategy": "alternative", "count": 20},
+    ]
+    summary = {
+        "train": {
+            "length_only_strategy_accuracy": {"overall": 0.735, "count": 0.7321, "sort": 0.9091},
+            "by_task_strategy": by_task_strategy,
+        }
+    }
+    assert length_predicts_strategy(summary) == (
+        "Length alone predicts a training record's strategy with accuracy 0.73 (count 0.73, sort 0.91), "
+        "against 0.50 for always guessing the commonest strategy."
     )

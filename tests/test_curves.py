@@ -20,6 +20,8 @@ from experiments.synthetic_sequences.analysis.run_files import validation_rows
 from experiments.synthetic_sequences.analysis.tables import aggregate, curves_table, run_metrics
 from experiments.synthetic_sequences.training.train_step import train_diagnostics
 
+STRATEGY_ROWS = [{"task": "count", "strategy": "direct", "count": 4000, "mean": 3.0, "min": 3, "max": 3}]  # summary.json's
+
 
 def curve(recon, mi, every=100):
     return [
@@ -153,7 +155,11 @@ def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path)
             write_metrics(frame, path)
             metrics.append(path)
     summary = {
-        split: {"length_only_strategy_accuracy": {"overall": 0.7}, "y_length": {"mean": 6.0, "min": 3, "max": 12}, "by_task_strategy": []}
+        split: {
+            "length_only_strategy_accuracy": {"overall": 0.7},
+            "y_length": {"mean": 6.0, "min": 3, "max": 12},
+            "by_task_strategy": STRATEGY_ROWS,
+        }
         for split in ("train", "val", "test")
     }
     (tmp_path / "summary.json").write_text(json.dumps(summary))

@@ -1,3 +1,4 @@
+import itertools
 import math
 
 import numpy as np
@@ -166,3 +167,22 @@ def test_the_forest_plot_labels_each_row_with_the_designs_decision_and_names_its
     designed, fixed = ([label.get_text() for label in fig.axes[0].get_yticklabels()] for fig in figures)
     assert designed == ["main raw a=0\ndesign: raises (look 1)"] and fixed == ["main raw a=0"]
     assert "(naive under the design)" in figures[0].axes[0].get_title() and "naive" not in figures[1].axes[0].get_title()
+
+
+def test_the_forest_plots_panel_titles_do_not_overlap(runs, monkeypatch):
+    """Each panel names its endpoint and its interval method; drawn side by side, no title runs into the next one's."""
+    from experiments.synthetic_sequences.analysis import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
+    contrasts = contrast_table(runs, CONTROL_OF)
+    # the longest interval name contrasts.py writes, on the continuous endpoints, as a pilot with enough seeds has it
+    continuous = contrasts.metric != "took_up"
+    contrasts.loc[continuous, "interval"] = "paired t + two-level bootstrap"
+    plots.forest(contrasts, None, {("main", "raw", 0.0): "raises (look 1)"})
+    (fig,) = figures
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in fig.axes]
+    assert len(boxes) == 3
+    for left, right in itertools.pairwise(boxes):
+        assert left.x1 < right.x0, (left, right)

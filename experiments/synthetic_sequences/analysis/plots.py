@@ -19,6 +19,7 @@ curves.png        validation learning curves: a row per family, term and alpha, 
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -45,6 +46,7 @@ COMPARISON_COLOURS = {
     "sum-scale": "#2F7D4A",
     "sum-balance": "#5A4A8C",
 }
+TITLE_WIDTH = 52  # characters of a forest panel's title line at font size 8: the panel is 4.2 inches wide
 
 
 def save(fig, path: Path) -> None:
@@ -152,8 +154,9 @@ def forest(contrasts: pd.DataFrame, path: Path, decisions: Mapping[tuple, str] |
             counts = f"n={row['n_a']},{row['n_b']}"
             ax.annotate(counts, (delta, position), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center")
         intervals = " / ".join(sorted(chosen["interval"].dropna().unique())) + (" (naive under the design)" if decisions else "")
-        title = f"{endpoint.name} ({endpoint.metric}, {endpoint.subset} runs): sum - mean"
-        ax.set_title(f"{title}\n{intervals} 95% interval; shaded: +-{margin:g}", fontsize=8)
+        title = f"{endpoint.name}: sum - mean\n({endpoint.metric}, {endpoint.subset} runs)"
+        method = textwrap.fill(f"{intervals} 95% interval; shaded: +-{margin:g}", TITLE_WIDTH)  # no overlap with the next panel's
+        ax.set_title(f"{title}\n{method}", fontsize=8)
         ax.grid(axis="x", alpha=0.3)
     labels = [f"{family} {term} a={alpha:g}" for family, term, alpha in groups]
     if decisions:
