@@ -300,13 +300,29 @@ def table_files():
 
 def reported_table_files():
     """The table files: the verdict and the CSVs flagged for `snakemake --report` (CSVs render there as sortable tables)."""
+    return [reported(t) if t.endswith((".csv", "verdict.md")) else t for t in table_files()]
+
+
+# `snakemake --report`: the files read first, under Verdict, each with its own caption (report/, relative to rules/)
+KEY_REPORTS = {
+    "verdict.md": ("verdict.rst", "1. verdict"),
+    "verdict.csv": ("verdict.rst", "1. verdict"),
+    "forest.png": ("forest.rst", "2. cross-term"),
+    "cross_term.csv": ("cross_term.rst", "2. cross-term"),
+    "takeup.png": ("takeup.rst", "3. take-up"),
+}
+
+
+def reported(path):
+    """`path` flagged for the report with its caption: a key file's own (KEY_REPORTS), else its kind's (Tables, Plots)."""
+    name = os.path.basename(path)
+    if name in KEY_REPORTS:
+        caption, subcategory = KEY_REPORTS[name]
+        category = "Verdict"
+    else:
+        caption, category, subcategory = ("plots.rst", "Plots", None) if name.endswith(".png") else ("tables.rst", "Tables", None)
     # one line: snakemake's parser reads a line that starts with `report(` as the report: keyword
-    tables = table_files()
-    return [report(t, category=report_category(t)) if t.endswith((".csv", "verdict.md")) else t for t in tables]
-
-
-def report_category(path):
-    return "Verdict" if os.path.basename(path).startswith("verdict.") else "Tables"
+    return report(path, caption=f"../report/{caption}", category=category, subcategory=subcategory)
 
 
 def plot_files():
@@ -314,7 +330,7 @@ def plot_files():
 
 
 def reported_plot_files():
-    return [report(path, category="Plots") for path in plot_files()]
+    return [reported(path) for path in plot_files()]
 
 
 # --- a sequential design (planning/design.py, planning/looks.py) ----------------------------------------------------

@@ -154,6 +154,7 @@ def test_a_rerun_has_nothing_to_do_and_a_look_edited_by_hand_is_refused(copied):
     assert "InputFunctionException" not in refused.stdout + refused.stderr  # refused as the Snakefile is parsed
 
 
+@pytest.mark.slow  # 18 runs of its own, about 2 minutes: the default run's design e2e is the two_looks fixture's
 def test_a_look_that_decides_every_contrast_ends_the_design(tmp_path):
     """Mean and sum, 9 then 18 seeds in lockstep chunks of 9, Pocock: look 1 reads equivalent, and look 2 never trains."""
     _, run = run_design(tmp_path, [9, 18], "pocock", 9, removed=["discrete-scale"])

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from snakemake_executor_plugin_slurm.utils import get_job_wildcards
 from snakemake_interface_executor_plugins.utils import TargetSpec, encode_target_jobs_cli_args
 
@@ -18,8 +19,21 @@ from experiments.synthetic_sequences.run_layout import GridError, parse_run_path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def fixed_design(configfile, folder):
+    """The config file as a fixed design on 1 block: a sequential design records its grid per look, at run time."""
+    config = yaml.safe_load((ROOT / configfile).read_text())
+    if "design" not in config:
+        return configfile
+    del config["design"]
+    path = folder / "fixed.yaml"
+    path.write_text(yaml.safe_dump({**config, "references": 1}))
+    return str(path)
+
+
 def dry_run_train_jobs(configfile, results, *config):
-    """(wildcard values in the job's own order, the chunk's run directories) of every train_run job of a forced dry run."""
+    """(wildcard values in the job's own order, the chunk's run directories) of every train_run job of a forced dry run;
+    a sequential design's config is read as a fixed design on 1 block."""
+    configfile = fixed_design(configfile, Path(results))
     run = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--forceall", "--configfile", configfile, "--config", f"results={results}", *config],
         cwd=ROOT,
@@ -65,7 +79,8 @@ def dry_run_train_jobs(configfile, results, *config):
     return jobs, list(grid)
 
 
-@pytest.mark.parametrize(("configfile", "chunks"), [("config/pilot.yaml", 20), ("config/config.yaml", 20)])
+# the pilot as a fixed design on 1 block: 20 arms x 2 chunks of 2 seeds
+@pytest.mark.parametrize(("configfile", "chunks"), [("config/pilot.yaml", 40), ("config/config.yaml", 20)])
 def test_every_run_is_recovered_from_its_jobs_comment_and_log_path(configfile, chunks, tmp_path):
     jobs, grid = dry_run_train_jobs(configfile, tmp_path)
     assert len(jobs) == chunks and sorted(run for _, runs in jobs for run in runs) == sorted(grid)

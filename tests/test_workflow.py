@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from report_checks import check_report
 
 from core.disentanglement.scores import read_scores
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
@@ -355,12 +356,10 @@ def test_default_pilot_produces_every_table_and_plot(pipeline):
 
 
 @pytest.mark.slow
-def test_report_holds_the_tables_and_plots(pipeline, tmp_path):
-    run = snakemake("--report", str(tmp_path / "report.html"), "--config", f"results={pipeline}", PILOT_BLOCKS)
+def test_report_holds_the_tables_and_plots_with_captions_that_say_how_to_read_them(pipeline, tmp_path):
+    run = snakemake("--report", str(tmp_path / "report.zip"), "--config", f"results={pipeline}", PILOT_BLOCKS)
     assert run.returncode == 0, run.stderr[-2000:]
-    html = (tmp_path / "report.html").read_text()
-    assert "mean_vs_sum.png" in html and "mean_vs_sum.csv" in html
-    assert "curves.png" in html and "verdict.md" in html and "takeup.png" in html
+    check_report(tmp_path / "report.zip", pipeline)
 
 
 @pytest.mark.slow
@@ -518,8 +517,12 @@ def run_tiny(configfile: str, tmp_path: Path, **cut) -> tuple[Path, pd.DataFrame
 
 @pytest.mark.slow
 def test_the_specs_pilot_runs_end_to_end_at_tiny_settings(tmp_path):
-    """config/pilot.yaml itself (both families, every term, both controls), its steps, data and seeds per job cut."""
-    results, runs = run_tiny("config/pilot.yaml", tmp_path)
+    """config/pilot.yaml (both families, every term, both controls), its steps, data and seeds per job cut and its design
+    replaced by the fixed one on 1 block, as for config/note.yaml below."""
+    pilot = yaml.safe_load((ROOT / "config" / "pilot.yaml").read_text())
+    del pilot["design"]
+    (tmp_path / "pilot.yaml").write_text(yaml.safe_dump(pilot))
+    results, runs = run_tiny(str(tmp_path / "pilot.yaml"), tmp_path, references=1)
     assert len(runs) == 2 * 2 * (8 + 2) and set(runs.model) == {"shared_discrete", "continuous"}
     verdict = (results / "tables" / "verdict.md").read_text()
     for family in ("discrete", "continuous"):
