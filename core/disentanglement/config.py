@@ -30,7 +30,7 @@ OPTIMISABLE_TERMS: tuple[str, ...] = (*RECONSTRUCTION_TERMS, HYBRID)
 TOKEN_WEIGHTED_TERMS: frozenset[str] = frozenset(name for name, term in TERMS.items() if term.takes_alpha)
 # Terms divided by a reference scale (c_base^a, or A_a(b_i) + epsilon for ex) are O(1) in both modes; raw and tok
 # are in the mode's own units, about mean n_i times larger under sum. A hybrid that mixes the two kinds weights its
-# parts differently in mean and in sum: the caveat of --hybrid-coefficients and the README.
+# parts differently in mean and in sum: the caveat of --hybrid-coefficients and docs/methods.md.
 NORMALISED_TERMS: frozenset[str] = frozenset(name for name, term in TERMS.items() if term.normalised)
 
 

@@ -1,6 +1,6 @@
 """The reconstruction family under the token-aggregation contract.
 
-Symbols follow the methodology note (README). Shapes: B examples, T
+Symbols follow the methodology note (docs/methods.md: the aggregation contract). Shapes: B examples, T
 token positions (padding included), S posterior samples (or K enumerated codes).
 `mask` is a bool [B, T] marking the supervised y-region S_i; n_i = |S_i|.
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-MI_DRAWS = 16  # Monte Carlo draws per example of a continuous I(x;z): its standard error at the take-up threshold (README)
+MI_DRAWS = 16  # Monte Carlo draws per example of a continuous I(x;z): its standard error at the take-up threshold (docs/methods.md)
 
 
 def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
