@@ -186,3 +186,19 @@ def test_the_forest_plots_panel_titles_do_not_overlap(runs, monkeypatch):
     assert len(boxes) == 3
     for left, right in itertools.pairwise(boxes):
         assert left.x1 < right.x0, (left, right)
+
+
+def test_a_forest_panel_with_nothing_to_compare_says_so(runs, monkeypatch):
+    """A row without an estimate in a panel (no seed took up in both arms, for magnitude) is labelled, not left blank."""
+    from experiments.synthetic_sequences.analysis import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
+    contrasts = contrast_table(runs, CONTROL_OF)
+    magnitude = contrasts.metric == "mutual_information"
+    contrasts.loc[magnitude, ["estimate", "ci_low", "ci_high"]] = np.nan
+    plots.forest(contrasts, None)
+    (fig,) = figures
+    said = {index: [text.get_text() for text in ax.texts] for index, ax in enumerate(fig.axes)}
+    assert said[1] == [plots.NOTHING_TO_COMPARE]
+    assert plots.NOTHING_TO_COMPARE not in said[0] + said[2]

@@ -46,6 +46,7 @@ COMPARISON_COLOURS = {
     "sum-scale": "#2F7D4A",
     "sum-balance": "#5A4A8C",
 }
+NOTHING_TO_COMPARE = "nothing to compare (no runs or pairs in this subset)"
 TITLE_WIDTH = 52  # characters of a forest panel's title line at font size 8: the panel is 4.2 inches wide
 
 
@@ -145,9 +146,10 @@ def forest(contrasts: pd.DataFrame, path: Path, decisions: Mapping[tuple, str] |
         ax.axvspan(-margin, margin, color="grey", alpha=0.15, lw=0)
         ax.axvline(0, color="grey", lw=0.8)
         for position, group in zip(y, groups, strict=True):
-            if group not in by_group:
+            row = by_group.get(group)
+            if row is None or not np.isfinite(float(row["estimate"])):  # e.g. no seed took up in both arms: say so
+                ax.text(0.5, position, NOTHING_TO_COMPARE, transform=ax.get_yaxis_transform(), ha="center", color="grey", fontsize=7)
                 continue
-            row = by_group[group]
             delta, low, high = (float(row[key]) for key in ("estimate", "ci_low", "ci_high"))
             error = np.nan_to_num([[delta - low], [high - delta]])
             ax.errorbar([delta], [position], xerr=error, fmt="o", color=MODE_COLOURS["sum"], capsize=3)
