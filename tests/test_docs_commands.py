@@ -110,11 +110,10 @@ def dry_run_argv(argv: list[str], results: Path) -> list[str]:
             skip = word == "--report"
             continue
         words.append(word)
-    config = ["--config", f"results={results}"] if "--config" not in words else [f"results={results}"]
-    if "--config" in words:
+    if "--config" in words:  # one --config: the scratch folder joins its values
         at = words.index("--config") + 1
-        return [*words[:at], *config, *words[at:], "-n"]
-    return [*words, *config, "-n"]
+        return [*words[:at], f"results={results}", *words[at:], "-n"]
+    return [*words, "--config", f"results={results}", "-n"]
 
 
 @pytest.mark.slow

@@ -4,8 +4,8 @@ import shlex
 from pathlib import Path
 
 import pytest
-import yaml
 
+from experiments.synthetic_sequences.planning.config_docs import merged_config, read_configs
 from experiments.synthetic_sequences.planning.grid import RunSpec, cli_arguments, expand_grid
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.run_layout import GridError, format_alpha, parse_run_key, parse_run_path, run_key
@@ -14,15 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def merged_families(name):
-    """(families, seeds) of a config file: pilot.yaml and the others merge over config.yaml, as snakemake does."""
-    default = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    merged, seeds = default["families"], default["seeds"]
-    if name != "config.yaml":
-        override = yaml.safe_load((ROOT / "config" / name).read_text())
-        for family, spec in override["families"].items():
-            merged[family] = {**merged.get(family, {}), **spec}
-        seeds = override.get("seeds", seeds)
-    return merged, seeds
+    """(families, seeds) of a config file merged over config.yaml as snakemake merges them (config_docs.merged_config)."""
+    config = merged_config(read_configs(), name)
+    return config["families"], config.get("seeds")
 
 
 def config_grid(name):

@@ -12,7 +12,7 @@ What it reads:
   config/*.yaml                     each file's leading comment block: a `# purpose: <what it is for>` line and a
                                     `# measured: <wall> at <commit> (<runs; machine, command>)` or
                                     `# measured: not measured` line; its runs are counted by the grid's own code
-Torch- and pandas-free.
+Torch- and pandas-free; of snakemake, it imports only its config merge.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import MISSING, dataclass
 from pathlib import Path
 
 import yaml
+from snakemake.utils import update_config
 
 from core.disentanglement.artifacts import atomic_path
 from core.disentanglement.cli import flat_fields
@@ -192,23 +193,13 @@ def trainer_settings(schema: Mapping) -> list[str]:
     return ["## Trainer settings (`families.<name>.settings.<setting>`)", "", intro, "", *table(("setting", *COLUMNS), rows)]
 
 
-def merged(base: Mapping, overlay: Mapping) -> dict:
-    """`overlay` over `base` as snakemake merges config files: maps key by key, anything else replaced. Nothing of
-    `base` is changed, so a map that YAML anchors share between families stays as it was in the others."""
-    return {
-        **base,
-        **{
-            key: merged(base.get(key) if isinstance(base.get(key), Mapping) else {}, value) if isinstance(value, Mapping) else value
-            for key, value in overlay.items()
-        },
-    }
-
-
 def merged_config(configs: Mapping[str, str], name: str) -> dict:
-    """A config file merged over config/config.yaml, with the families it sets to null removed."""
-    config = yaml.safe_load(configs[DEFAULT_CONFIG])
-    if name != DEFAULT_CONFIG:
-        config = merged(config, yaml.safe_load(configs[name]))
+    """A config file merged over config/config.yaml as snakemake's Workflow.configfile merges them, with the families it
+    sets to null removed: each file is merged into the empty config by snakemake's own update_config, which builds new
+    maps, so a map that YAML anchors share between families is not shared after it."""
+    config = {}
+    for loaded in dict.fromkeys((DEFAULT_CONFIG, name)):
+        update_config(config, yaml.safe_load(configs[loaded]))
     drop_removed_families(config)
     return config
 
