@@ -1,7 +1,7 @@
 """The pipeline through `snakemake --profile slurm` on a live single-node Slurm cluster.
 
 Needs the test cluster (scripts/slurm-test-cluster/start, as root); .ci/run starts it. Locally:
-    scripts/slurm-test-cluster/start && python -m pytest -m slurm -s; scripts/slurm-test-cluster/stop
+    scripts/slurm-test-cluster/start && python -m pytest -m slurm -s -n 0; scripts/slurm-test-cluster/stop
 The default trains up to 4 seeds of an arm per chunk, one after another (seeds_per_job: 4, chunk_training:
 sequential; 2 per chunk at its 2 seeds), and the profile packs 2 chunks into one Slurm job (a snakemake group
 job); the tests read each job's runs back from its submit line in accounting. The
@@ -25,17 +25,19 @@ import yaml
 
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
 from experiments.synthetic_sequences.planning.chunks import chunk_path
-from experiments.synthetic_sequences.planning.grid import RunSpec, resolve_references
+from experiments.synthetic_sequences.planning.grid import RunSpec
 from experiments.synthetic_sequences.planning.slurm_jobs import runs_of_slurm_job
 from experiments.synthetic_sequences.run_layout import parse_run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slurm
-CANCELLED_RUN = "discrete/ref0/raw_sum_0/seed0"
+# The default pilot at its own settings on one reference block that test_workflow.py's slow `pipeline` (blocks 0 and
+# 1) does not train: no run of CI's trains twice.
+PILOT_REFERENCES = [2]
+CANCELLED_RUN = f"discrete/ref{PILOT_REFERENCES[0]}/raw_sum_0/seed0"
 CANCELLED_PARAMS = parse_run_path(CANCELLED_RUN)
 ZFREE_JOB = "rule_train_zfree_wildcards_"  # the plugin's comment of a reference block's z-free job, then the block
 DEFAULT_CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-DEFAULT_REFERENCES = resolve_references(DEFAULT_CONFIG["references"])  # the default pilot's z-free seeds
 CHUNK_RUNTIME = DEFAULT_CONFIG["resources"]["train_run"]["runtime"]  # minutes
 PER_JOB = DEFAULT_CONFIG["seeds_per_job"]
 
@@ -71,14 +73,20 @@ def cluster():
 
 
 def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes(cluster, tmp_path):
-    """The profile packs 2 chunks of 2 seeds per Slurm job; one pack is cancelled mid-training, retried, and resumes."""
+    """The profile packs 2 chunks of 2 seeds per Slurm job; one pack is cancelled mid-training, retried, and resumes.
+
+    The default pilot at its own settings on one reference block (PILOT_REFERENCES): 8 runs in 4 chunks, so 2 packs
+    and the retried one. More blocks would add packs of the same shape; the slow tests train the default on 2 other
+    blocks locally (test_workflow.py's `pipeline`), and test_slurm_recovery.py recovers every run of all 5 blocks from
+    its job's comment and submit line."""
     results = tmp_path / "results"
+    (tmp_path / "blocks.yaml").write_text(yaml.safe_dump({"references": PILOT_REFERENCES}))
     first = next_job_id()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     command = [
         *(sys.executable, "-m", "snakemake", "--profile", "slurm"),
         *("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"),
-        *("--config", f"results={results}"),
+        *("--configfile", str(tmp_path / "blocks.yaml"), "--config", f"results={results}"),
     ]
     started = time.monotonic()
     log = open(tmp_path / "snakemake.log", "w")  # noqa: SIM115 - closed below, after the run
@@ -102,13 +110,13 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
     print(f"\nslurm integration: {len(jobs)} Slurm jobs, {wall:.0f} s wall")
     # the seconds-long rules are localrules; each reference block's z-free model is one job
     zfree_jobs = sorted(job["Comment"] for job in jobs if job["Comment"].startswith(ZFREE_JOB))
-    assert zfree_jobs == sorted(f"{ZFREE_JOB}{r}" for r in DEFAULT_REFERENCES)
+    assert zfree_jobs == sorted(f"{ZFREE_JOB}{r}" for r in PILOT_REFERENCES)
     packs = [job for job in jobs if not job["Comment"].startswith(ZFREE_JOB)]
     cancelled = [job for job in packs if job["State"].startswith("CANCELLED")]
     completed = [job for job in packs if job["State"] == "COMPLETED"]
     grid = grid_runs(results)
     assert len(cancelled) == 1 and len(completed) == len(packs) - 1, [(j["JobID"], j["State"]) for j in packs]
-    assert sorted(len(runs_of(job, grid)) for job in completed) == [4] * 10, "40 runs in packs of 2 chunks of 2 seeds"
+    assert len(grid) == 8 and sorted(len(runs_of(job, grid)) for job in completed) == [4] * 2, "8 runs in packs of 2 chunks of 2 seeds"
     assert [runs_of(job, grid) for job in completed].count(runs_of(cancelled[0], grid)) == 1, "the cancelled pack was not retried once"
     for job in packs:  # sized for members in sequence: one chunk's CPU and memory, the chunks' summed time
         assert "cpu=1" in job["ReqTRES"].split(",") and "mem=2000M" in job["ReqTRES"].split(","), job
