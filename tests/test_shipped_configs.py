@@ -4,7 +4,9 @@ families, terms, betas and controls as shipped. config/config.yaml runs at its o
 config/sequential.yaml's looks at tiny settings in test_design_workflow.py.
 
 Each test trains as few processes as still shows what it claims: a chunk's process pays about 4 s of imports (torch,
-its dynamo through AdamW, scikit-learn) before its first step, more than a tiny run's training.
+its dynamo through AdamW, scikit-learn) before its first step, more than a tiny run's training. Each test is a class
+of its own: pytest-xdist's loadscope sends a class, as a module, whole to one worker, so the three (about 2 minutes
+each) are spread over both workers rather than run one after another on one.
 """
 
 from pathlib import Path
@@ -45,19 +47,20 @@ def run_tiny(configfile: str, tmp_path: Path, **cut) -> tuple[Path, pd.DataFrame
     return results, pd.read_parquet(results / "tables" / "runs.parquet")
 
 
-def test_the_specs_pilot_runs_end_to_end_at_tiny_settings(tmp_path):
-    """config/pilot.yaml (both families, every term, both controls), its steps, data and seeds cut to 1 block x 1 seed and
-    its design replaced by the fixed one, as for config/note.yaml below: one run per arm still reaches every table and
-    verdict section (a single seed's tables: test_tables.py)."""
-    pilot = yaml.safe_load((ROOT / "config" / "pilot.yaml").read_text())
-    del pilot["design"]
-    (tmp_path / "pilot.yaml").write_text(yaml.safe_dump(pilot))
-    results, runs = run_tiny(str(tmp_path / "pilot.yaml"), tmp_path, references=1, seeds=1, seeds_per_job=1)
-    assert len(runs) == 2 * (8 + 2) and set(runs.model) == {"shared_discrete", "continuous"}
-    verdict = (results / "tables" / "verdict.md").read_text()
-    for family in ("discrete", "continuous"):
-        for section in ("dist alpha=0", "tokcc alpha=1", "hybrid alpha=1", "raw alpha=0"):
-            assert f"## {family} {section}" in verdict
+class TestPilot:
+    def test_the_specs_pilot_runs_end_to_end_at_tiny_settings(self, tmp_path):
+        """config/pilot.yaml (both families, every term, both controls), its steps, data and seeds cut to 1 block x 1 seed and
+        its design replaced by the fixed one, as for config/note.yaml below: one run per arm still reaches every table and
+        verdict section (a single seed's tables: test_tables.py)."""
+        pilot = yaml.safe_load((ROOT / "config" / "pilot.yaml").read_text())
+        del pilot["design"]
+        (tmp_path / "pilot.yaml").write_text(yaml.safe_dump(pilot))
+        results, runs = run_tiny(str(tmp_path / "pilot.yaml"), tmp_path, references=1, seeds=1, seeds_per_job=1)
+        assert len(runs) == 2 * (8 + 2) and set(runs.model) == {"shared_discrete", "continuous"}
+        verdict = (results / "tables" / "verdict.md").read_text()
+        for family in ("discrete", "continuous"):
+            for section in ("dist alpha=0", "tokcc alpha=1", "hybrid alpha=1", "raw alpha=0"):
+                assert f"## {family} {section}" in verdict
 
 
 NOTE_BETAS = {  # config/note.yaml's operating points (docs/findings.md, the calibration)
@@ -72,43 +75,45 @@ NOTE_BETAS = {  # config/note.yaml's operating points (docs/findings.md, the cal
 }
 
 
-def test_the_notes_pilot_runs_end_to_end_at_tiny_settings(tmp_path):
-    """config/note.yaml (both families, every term at its own beta, raw's controls at raw's), its design replaced by the
-    fixed one on 1 block x 2 seeds, one chunk per arm: a look that can decide needs 10 runs per arm on 5 blocks, 200
-    runs even at tiny settings. The design's looks are run end to end by test_design_workflow.py; the tables over
-    several blocks by test_workflow.py's default pilot on 2."""
-    note = yaml.safe_load((ROOT / "config" / "note.yaml").read_text())
-    del note["design"]
-    (tmp_path / "note.yaml").write_text(yaml.safe_dump(note))
-    results, runs = run_tiny(str(tmp_path / "note.yaml"), tmp_path, references=1)
-    assert len(runs) == 2 * 20 and set(runs.model) == {"shared_discrete", "continuous"}
-    main = runs[runs.controls == "none"].assign(family=lambda frame: frame.family.str.split("-").str[0])
-    assert {key: beta for key, beta in main.groupby(["family", "term"]).beta.unique().map(tuple).items()} == {
-        key: (beta,) for key, beta in NOTE_BETAS.items()
-    }
-    scale, balance = (runs[runs.controls == kind].set_index("family").beta for kind in ("scale", "balance"))
-    assert {family: beta for family, beta in scale.items()} == {
-        f"{family}-scale": NOTE_BETAS[family, "raw"] for family in ("discrete", "continuous")
-    }
-    # balance trains at raw's beta x the data's mean token count: one factor, the same in both families
-    factors = {round(beta / NOTE_BETAS[family.split("-")[0], "raw"], 6) for family, beta in balance.items()}
-    assert len(factors) == 1 and factors.pop() > 1
-    cross_term = pd.read_parquet(results / "tables" / "cross_term.parquet")
-    assert {(row.family, row.term): row.beta for row in cross_term.itertuples()} == NOTE_BETAS
-    verdict = (results / "tables" / "verdict.md").read_text()
-    assert verdict.index("## At a glance") < verdict.index("## discrete dist alpha=0")
-    assert (results / "plots" / "forest.png").stat().st_size > 0
+class TestNote:
+    def test_the_notes_pilot_runs_end_to_end_at_tiny_settings(self, tmp_path):
+        """config/note.yaml (both families, every term at its own beta, raw's controls at raw's), its design replaced by the
+        fixed one on 1 block x 2 seeds, one chunk per arm: a look that can decide needs 10 runs per arm on 5 blocks, 200
+        runs even at tiny settings. The design's looks are run end to end by test_design_workflow.py; the tables over
+        several blocks by test_workflow.py's default pilot on 2."""
+        note = yaml.safe_load((ROOT / "config" / "note.yaml").read_text())
+        del note["design"]
+        (tmp_path / "note.yaml").write_text(yaml.safe_dump(note))
+        results, runs = run_tiny(str(tmp_path / "note.yaml"), tmp_path, references=1)
+        assert len(runs) == 2 * 20 and set(runs.model) == {"shared_discrete", "continuous"}
+        main = runs[runs.controls == "none"].assign(family=lambda frame: frame.family.str.split("-").str[0])
+        assert {key: beta for key, beta in main.groupby(["family", "term"]).beta.unique().map(tuple).items()} == {
+            key: (beta,) for key, beta in NOTE_BETAS.items()
+        }
+        scale, balance = (runs[runs.controls == kind].set_index("family").beta for kind in ("scale", "balance"))
+        assert {family: beta for family, beta in scale.items()} == {
+            f"{family}-scale": NOTE_BETAS[family, "raw"] for family in ("discrete", "continuous")
+        }
+        # balance trains at raw's beta x the data's mean token count: one factor, the same in both families
+        factors = {round(beta / NOTE_BETAS[family.split("-")[0], "raw"], 6) for family, beta in balance.items()}
+        assert len(factors) == 1 and factors.pop() > 1
+        cross_term = pd.read_parquet(results / "tables" / "cross_term.parquet")
+        assert {(row.family, row.term): row.beta for row in cross_term.itertuples()} == NOTE_BETAS
+        verdict = (results / "tables" / "verdict.md").read_text()
+        assert verdict.index("## At a glance") < verdict.index("## discrete dist alpha=0")
+        assert (results / "plots" / "forest.png").stat().st_size > 0
 
 
-def test_the_calibration_runs_end_to_end_at_tiny_settings(tmp_path):
-    """config/calibration.yaml: the mean arm of every term, in both families, at each beta; its take-up table has a
-    row per (family, term) and its verdict says there is no sum arm to compare."""
-    # one of its two blocks and one seed per arm: one chunk per (family, term) still holds the grid's every beta
-    results, runs = run_tiny("config/calibration.yaml", tmp_path, references=[11], seeds=1, seeds_per_job=1)
-    assert set(runs["mode"]) == {"mean"} and set(runs.model) == {"shared_discrete", "continuous"}
-    assert set(runs.reference) == {11} and len(runs) == 6 * 4  # families x terms, one seed
-    assert set(runs.groupby("family").beta.unique().map(tuple)) == {(0.02,), (0.06,), (0.2,)}
-    takeup = pd.read_parquet(results / "tables" / "takeup.parquet")
-    assert len(takeup.groupby(["family", "term"])) == 6 * 4
-    assert "No family has both a mean and a sum run" in (results / "tables" / "verdict.md").read_text()
-    assert (results / "plots" / "forest.png").stat().st_size > 0
+class TestCalibration:
+    def test_the_calibration_runs_end_to_end_at_tiny_settings(self, tmp_path):
+        """config/calibration.yaml: the mean arm of every term, in both families, at each beta; its take-up table has a
+        row per (family, term) and its verdict says there is no sum arm to compare."""
+        # one of its two blocks and one seed per arm: one chunk per (family, term) still holds the grid's every beta
+        results, runs = run_tiny("config/calibration.yaml", tmp_path, references=[11], seeds=1, seeds_per_job=1)
+        assert set(runs["mode"]) == {"mean"} and set(runs.model) == {"shared_discrete", "continuous"}
+        assert set(runs.reference) == {11} and len(runs) == 6 * 4  # families x terms, one seed
+        assert set(runs.groupby("family").beta.unique().map(tuple)) == {(0.02,), (0.06,), (0.2,)}
+        takeup = pd.read_parquet(results / "tables" / "takeup.parquet")
+        assert len(takeup.groupby(["family", "term"])) == 6 * 4
+        assert "No family has both a mean and a sum run" in (results / "tables" / "verdict.md").read_text()
+        assert (results / "plots" / "forest.png").stat().st_size > 0
