@@ -44,7 +44,9 @@ include: "rules/common.smk"
 
 
 check_config()
-if workflow.is_main_process:  # jobs that snakemake starts (on Slurm, or in a subprocess) run under the lock of their run
+# jobs that snakemake starts (on Slurm, or in a subprocess) run under the lock of their run; a dry run writes nothing
+# (workflow.dryrun reads the executor, which is chosen after parsing; the output settings know -n already)
+if workflow.is_main_process and not workflow.output_settings.dryrun:
     check_free(config["results"])  # before the DAG meets another live run's incomplete files
 
 

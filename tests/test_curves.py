@@ -15,9 +15,9 @@ from experiments.synthetic_sequences.analysis.curves import (
     last_quarter_change,
     takeup,
 )
-from experiments.synthetic_sequences.analysis.metrics_files import runs_table, write_metrics
+from experiments.synthetic_sequences.analysis.metrics_files import run_metrics, runs_table, write_metrics
 from experiments.synthetic_sequences.analysis.run_files import validation_rows
-from experiments.synthetic_sequences.analysis.tables import aggregate, curves_table, run_metrics
+from experiments.synthetic_sequences.analysis.tables import aggregate, curves_table
 from experiments.synthetic_sequences.training.train_step import train_diagnostics
 
 STRATEGY_ROWS = [{"task": "count", "strategy": "direct", "count": 4000, "mean": 3.0, "min": 3, "max": 3}]  # summary.json's
@@ -238,3 +238,17 @@ def test_the_collapse_floor_and_a_take_up_from_float_precision_are_measured():
     assert math.isnan(at_once["floor_mutual_information"]) and at_once["rounding_takeup"] == 0.0
     estimated = takeup(information_curve([-2e-3, 5e-7, 0.4], se=1e-3))  # a Monte Carlo estimate has no such floor
     assert estimated["rounding_takeup"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([], "the run has no validation rows: no take-up event can be read"),
+        (curve([2.0, 1.9, 1.8], [0.0, math.nan, 0.5]), "mutual_information is not finite at validation step 200"),
+        (curve([2.0, 1.9], [0.0, math.inf]), "mutual_information is not finite at validation step 200"),
+    ],
+    ids=["no rows", "a nan on the curve", "an inf at the end"],
+)
+def test_a_run_without_a_readable_curve_is_refused_not_counted_as_no_take_up(rows, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        takeup(rows)

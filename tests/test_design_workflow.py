@@ -20,15 +20,19 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from test_workflow import ROOT, SNAKEMAKE, snakemake
 
 from core.disentanglement.artifacts import sha256_json
+from experiments.synthetic_sequences.analysis.metrics_files import write_metrics
+from experiments.synthetic_sequences.planning.results_lock import identity
 from experiments.synthetic_sequences.planning.slurm_jobs import check_design_packing
-from experiments.synthetic_sequences.run_layout import GridError
+from experiments.synthetic_sequences.run_layout import GridError, metrics_path
 
 SETTINGS = {"steps": 10, "eval_every": 5, "eval_prompts_per_code": 2}
 TINY = {
@@ -210,6 +214,34 @@ def test_a_deleted_look_is_recomputed_with_the_looks_after_it_and_the_tables(cop
     assert "Nothing to be done" in lines(rerun(config, results, "-n"))
 
 
+def test_a_look_recomputed_after_metrics_files_were_edited_reads_the_runs_not_the_edits(copied):
+    """The case the issue tried: took_up set to 1 in four sum runs' metrics files after the looks; the refusal's
+    advice (delete the looks, rerun) recomputes them from the runs themselves, which refuse the edited files with the
+    command that re-extracts them; following it gives back the looks of the runs."""
+    config, results = copied
+    before = [without_time(look(results, k)) for k in (1, 2)]
+    edited = [Path(metrics_path(results, f"discrete/ref0/raw_sum_0/seed{seed}")) for seed in range(4)]
+    for path in edited:
+        frame = pd.read_parquet(path)
+        frame.loc[frame.metric == "took_up", "value"] = 1.0
+        frame.attrs["run_record"] = json.loads(pq.read_schema(path).metadata[b"run_record"])
+        write_metrics(frame, path)
+    refused = rerun(config, results, "-n")
+    assert refused.returncode != 0 and "the look was made from other runs" in lines(refused)
+    shutil.rmtree(results / "design")
+    recomputed = rerun(config, results)
+    assert recomputed.returncode != 0
+    log = (results / "logs" / "design_look" / "look1.log").read_text()
+    assert "error: 4 metrics files are not what extracting their runs gives today, the first " in log
+    assert "took_up (run): 1.0 in the file, 0.0 from the run" in log and "--forcerun extract_metrics" in log
+    advised = ("tables", "--cores", "2", "--forcerun", "extract_metrics")  # the refusal's command, with the same config
+    followed = snakemake(*advised, "--configfile", str(config), "--config", f"results={results}")
+    assert followed.returncode == 0, lines(followed)[-3000:]
+    assert [without_time(look(results, k)) for k in (1, 2)] == before
+    runs = pd.read_parquet(results / "tables" / "runs.parquet")
+    assert len(runs) == 24 and runs.took_up.sum() == 0  # at 10 steps no run takes the latent up (module docstring)
+
+
 @pytest.mark.slow
 def test_a_forced_look_rebuilds_the_tables(copied):
     config, results = copied
@@ -294,21 +326,25 @@ def test_the_packing_check_names_every_packed_group_and_passes_unpacked_ones():
 
 
 def test_a_results_folder_another_live_run_holds_is_refused(two_looks, tmp_path):
-    """The lock lies in the results folder, so it holds across working directories and --nolock."""
+    """The lock lies in the results folder, so it holds across working directories and --nolock; a dry run writes
+    nothing and is not held back by it."""
     config, results = two_looks
+    arguments = ["--nolock", "--configfile", str(config), "--config", f"results={results}"]
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        lock = {"pid": holder.pid, "host": socket.gethostname(), "started": "2026-12-03T00:00:00+00:00"}
+        lock = {**identity(holder.pid), "started": "2026-12-03T00:00:00+00:00"}
         (results / ".snakemake-run.lock").write_text(json.dumps(lock))
-        refused = snakemake("-n", "--nolock", "--configfile", str(config), "--config", f"results={results}")
+        refused = snakemake("--cores", "1", *arguments)
         assert refused.returncode != 0
         assert f"is in use by another snakemake run (pid {holder.pid} on {socket.gethostname()}" in lines(refused)
+        dry = snakemake("-n", *arguments)
+        assert dry.returncode == 0 and "Nothing to be done" in lines(dry), lines(dry)[-2000:]
     finally:
         holder.kill()
         holder.wait()
-    freed = snakemake("-n", "--configfile", str(config), "--config", f"results={results}")  # its process is gone
+    freed = snakemake("--cores", "1", *arguments)  # its process is gone
     assert freed.returncode == 0 and "Nothing to be done" in lines(freed), lines(freed)[-2000:]
-    (results / ".snakemake-run.lock").unlink()
+    (results / ".snakemake-run.lock").unlink()  # with nothing to do, snakemake never starts, so never takes it over
 
 
 def test_a_finished_run_leaves_no_lock(two_looks):

@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,10 +23,17 @@ from pandas.testing import assert_frame_equal
 from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.scores import read_scores, write_scores
 from core.disentanglement.zfree import train_zfree
-from experiments.synthetic_sequences.analysis.metrics_files import RUN_COLUMNS, read_metrics, write_metrics
+from experiments.synthetic_sequences.analysis.metrics_files import (
+    RUN_COLUMNS,
+    check_endpoints_finite,
+    check_extracted,
+    first_difference,
+    read_metrics,
+    run_metrics,
+    write_metrics,
+)
 from experiments.synthetic_sequences.analysis.tables import main as tables_main
-from experiments.synthetic_sequences.analysis.tables import run_metrics
-from experiments.synthetic_sequences.run_layout import RESUME, RUN_OUTPUTS
+from experiments.synthetic_sequences.run_layout import RESUME, RUN_OUTPUTS, metrics_path
 from experiments.synthetic_sequences.training.run_state import MetricsLog, load_resume, save_resume
 from experiments.synthetic_sequences.training.train_disentangled import main
 from tests.conftest import TINY, hold_run_lock
@@ -491,3 +499,88 @@ def test_a_second_trainer_in_a_run_directory_is_refused_before_it_touches_anythi
     finally:
         holder.kill()
         holder.wait()
+
+
+# ---------------------------------------------------------------- metrics files bound to their runs
+
+
+def laid_out(finished_run: Path, tmp_path: Path, *copies: str) -> tuple[Path, Path, list[Path]]:
+    """finished_run under a results folder's runs/ and its metrics file under metrics/, as the pipeline lays them
+    (and under each of `copies`, other metrics paths of the same run): the results folder, the run and the files."""
+    results = tmp_path / "results"
+    run = results / "runs" / "fam" / "ref0" / "raw_mean_0" / "seed0"
+    shutil.copytree(finished_run, run)
+    files = [Path(metrics_path(results, "fam/ref0/raw_mean_0/seed0")), *(results / "metrics" / copy for copy in copies)]
+    for path in files:
+        extract(run, path)
+    return results, run, files
+
+
+def edit_metric(path: Path, metric: str, value: float) -> None:
+    """A metrics file with one value changed by hand (its run record kept, as an editor of the table would)."""
+    frame = read_metrics([path])[0]
+    frame.loc[frame.metric == metric, "value"] = value
+    frame.attrs["run_record"] = json.loads(pq.read_schema(path).metadata[b"run_record"])
+    write_metrics(frame, path)
+
+
+def test_a_hand_edited_metrics_file_is_refused_with_the_command_that_re_extracts_it(finished_run, tmp_path):
+    results, run, (metrics,) = laid_out(finished_run, tmp_path)
+    check_extracted(read_metrics([metrics])[1], results)  # as extracted: nothing to say
+    took_up = float(read_metrics([metrics])[0].set_index("metric").value["took_up"])
+    edit_metric(metrics, "took_up", 1 - took_up)
+    with pytest.raises(ValueError) as refused:
+        check_extracted(read_metrics([metrics])[1], results)
+    assert str(refused.value).startswith(
+        f"{metrics} is not what extracting its run {run} gives today (value of took_up (run): {1 - took_up!r} in the file, "
+        f"{took_up!r} from the run); re-extract it: python -m experiments.synthetic_sequences.analysis.tables extract"
+    )
+    command = shlex.split(str(refused.value).split("re-extract it: ")[1])
+    assert command[:3] == ["python", "-m", "experiments.synthetic_sequences.analysis.tables"]
+    tables_main(command[3:])  # the advice, followed
+    check_extracted(read_metrics([metrics])[1], results)
+
+
+def test_a_nan_written_into_a_metrics_file_is_refused_and_a_nan_endpoint_is_named(finished_run, tmp_path):
+    results, run, (metrics,) = laid_out(finished_run, tmp_path)
+    edit_metric(metrics, "strategy_information", float("nan"))
+    with pytest.raises(ValueError, match=r"value of strategy_information \(overall\): nan in the file, [0-9.e-]+ from the run"):
+        check_extracted(read_metrics([metrics])[1], results)
+    with pytest.raises(ValueError, match=r"^run fam/ref0/raw_mean_0/seed0: its strategy_information is nan, not a finite number"):
+        check_endpoints_finite(read_metrics([metrics])[0])
+    frame = read_metrics([metrics])[0]
+    with pytest.raises(ValueError, match=r"^run fam/ref0/raw_mean_0/seed0: its took_up is missing, not a finite number"):
+        check_endpoints_finite(frame[frame.metric != "took_up"])
+
+
+def test_several_edited_metrics_files_are_counted_with_the_command_that_re_extracts_them_all(finished_run, tmp_path):
+    results, run, files = laid_out(finished_run, tmp_path, "copy.parquet")
+    for path in files:
+        edit_metric(path, "mutual_information", 7.0)
+    first = r"^2 metrics files are not what extracting their runs gives today, the first .*seed0.parquet \(run "
+    with pytest.raises(ValueError, match=first):
+        check_extracted(read_metrics(files)[1], results)
+    with pytest.raises(ValueError, match=r"snakemake --cores 2 tables --forcerun extract_metrics"):
+        check_extracted(read_metrics(files)[1], results)
+
+
+def test_a_metrics_file_whose_run_was_retrained_since_is_refused(finished_run, tmp_path):
+    """The run directory holds another training's files now (here: its final evaluation changed and re-sealed)."""
+    results, run, (metrics,) = laid_out(finished_run, tmp_path)
+    evaluation = json.loads((run / "eval.json").read_text())
+    evaluation["latent_usage"]["mutual_information"] += 0.5
+    (run / "eval.json").write_text(json.dumps(evaluation))
+    metadata = json.loads((run / "metadata.json").read_text())
+    metadata["outputs_sha256"]["eval.json"] = sha256_file(run / "eval.json")
+    (run / "metadata.json").write_text(json.dumps(metadata))
+    with pytest.raises(ValueError, match=r"value of mutual_information \(overall\): .* in the file, .* from the run\); re-extract it"):
+        check_extracted(read_metrics([metrics])[1], results)
+
+
+def test_the_first_difference_names_columns_rows_and_values_and_takes_nan_as_equal_to_nan():
+    fresh = pd.DataFrame({"metric": ["a", "b"], "scope": ["overall", "run"], "value": [1.0, float("nan")]})
+    assert first_difference(fresh.copy(), fresh) is None
+    columns = "columns ['metric', 'scope'] in the file, ['metric', 'scope', 'value'] from the run"
+    assert first_difference(fresh.drop(columns="value"), fresh) == columns
+    assert first_difference(fresh.iloc[:1], fresh) == "1 rows in the file, 2 from the run"
+    assert first_difference(fresh.assign(value=[1.0, 2.0]), fresh) == "value of b (run): 2.0 in the file, nan from the run"

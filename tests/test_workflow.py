@@ -4,6 +4,7 @@ import ast
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -12,15 +13,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
 from report_checks import check_report
 
 from core.disentanglement.scores import read_scores
+from experiments.synthetic_sequences.analysis.metrics_files import write_metrics
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
 from experiments.synthetic_sequences.planning.chunks import chunk_name
 from experiments.synthetic_sequences.planning.slurm_jobs import slurm_client_without_controller
+from experiments.synthetic_sequences.run_layout import metrics_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -166,6 +170,7 @@ RUN0 = ("families", "discrete", "runs", 0)
         ),
         ({("reference", "source"): "zfreee"}, "'zfreee' is not one of ['zfree', 'entangled']"),
         ({("data", "length_overlap"): 1.5}, "1.5 is greater than the maximum of 1"),
+        ({("families", "discrete", "beta"): 1e308}, "1e+308 is greater than the maximum of 1000"),  # inf once balance multiplies it
         ({("zfree", "steps"): 0}, "0 is less than the minimum of 1"),
         ({("data", "min_size"): 6}, "data.min_size (6) must be <= data.max_size (3)"),
         ({("data", "tasks"): ["add", "multiply"]}, "'multiply' is not one of ['add', 'sort', 'count']"),
@@ -484,6 +489,28 @@ def test_a_dry_run_with_more_seeds_changes_nothing_on_disk(mixed_pipeline):
     assert run.returncode == 0, run.stderr[-2000:]
     assert "record_grid" in run.stdout and "train_run" in run.stdout  # it plans the new grid's record and runs
     assert contents() == before
+
+
+def test_the_tables_refuse_a_metrics_file_that_is_not_what_its_run_gives_until_it_is_re_extracted(mixed_pipeline, tmp_path):
+    """A fixed design's `--forcerun aggregate_tables` reads the runs' metrics files; one edited by hand is refused with
+    the command that re-extracts it, and after that command the tables build again."""
+    config, pipeline = mixed_pipeline
+    results = tmp_path / "results"
+    shutil.copytree(pipeline, results)
+    edited = Path(metrics_path(results, "continuous/ref0/raw_sum_0/seed0"))
+    frame = pd.read_parquet(edited)
+    frame.loc[frame.metric == "strategy_information", "value"] = float("nan")
+    frame.attrs["run_record"] = json.loads(pq.read_schema(edited).metadata[b"run_record"])
+    write_metrics(frame, edited)
+    arguments = ("tables", "--cores", "2", "--forcerun", "aggregate_tables", "--configfile", str(config), "--config", f"results={results}")
+    assert snakemake(*arguments).returncode != 0
+    log = (results / "logs" / "aggregate_tables.log").read_text()
+    assert f"error: {edited} is not what extracting its run {results}/runs/continuous/ref0/raw_sum_0/seed0 gives today" in log
+    assert "value of strategy_information (overall): nan in the file" in log
+    command = shlex.split(log.split("re-extract it: ")[1].splitlines()[0])
+    assert subprocess.run([sys.executable, *command[1:]], cwd=ROOT, capture_output=True).returncode == 0
+    again = snakemake(*arguments)
+    assert again.returncode == 0, again.stderr[-3000:]
 
 
 def test_a_declared_onset_endpoint_reaches_the_tables(tmp_path):

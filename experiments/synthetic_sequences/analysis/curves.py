@@ -66,7 +66,12 @@ def last_quarter_change(steps: Sequence[int], values: Sequence[float], floor: fl
 
 def takeup(validation_rows: Sequence[dict]) -> dict[str, float]:
     """took_up, onset_step, onset_observed and the collapse's floor of a run (module docstring), and its budget: the last
-    validation step."""
+    validation step. A run without validation rows, or with a non-finite I(x;z) on its curve, has no take-up event to
+    read: refused, naming the step, rather than counted as one that never took up."""
+    if not validation_rows:
+        raise ValueError("the run has no validation rows: no take-up event can be read")
+    if bad := [row["step"] for row in validation_rows if not math.isfinite(row[MI_CURVE])]:
+        raise ValueError(f"{MI_CURVE} is not finite at validation step {bad[0]}: no take-up event can be read")
     onset = next((row["step"] for row in validation_rows if row[MI_CURVE] >= TAKEUP_THRESHOLD), None)
     took_up = validation_rows[-1][MI_CURVE] >= TAKEUP_THRESHOLD
     before = [row[MI_CURVE] for row in validation_rows if onset is None or row["step"] < onset]

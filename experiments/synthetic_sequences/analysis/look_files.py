@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
-from experiments.synthetic_sequences.analysis.metrics_files import read_metrics, runs_table
+from experiments.synthetic_sequences.analysis.metrics_files import check_extracted, read_metrics, runs_table
 from experiments.synthetic_sequences.analysis.sequential import look_groups
 from experiments.synthetic_sequences.planning.bindings import BindingError
 from experiments.synthetic_sequences.planning.design import Design, DesignError, parse_design
@@ -132,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         previous = earlier[-1] if earlier else None
         designs_before = record_design(results_of(args.out), design, args.design_reset) if args.look == 1 else []
         metrics, records = read_metrics(args.metrics)
+        check_extracted(records, results_of(args.out))  # "recompute the look from the runs" means the runs
         groups = look_groups(runs_table(metrics), control_of, design, args.look, previous)
         runs_read = {held[0]["run"]: sha256_file(path) for path, held in records.items()}
         write_json(look_document(args.look, design, groups, runs_read, previous, designs_before), Path(args.out))

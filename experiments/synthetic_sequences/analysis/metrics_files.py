@@ -1,10 +1,13 @@
-"""A run's metrics file: the tidy table extraction writes with the run's record in its metadata, read back many at a
-time, and the runs table (one row per run) that the looks and the tables count from."""
+"""A run's metrics file, its one home: extracted from the run's own files (run_metrics), written with the run's record in
+its metadata, read back many at a time, checked against its run (check_extracted: what extracting the run gives
+today), and the runs table (one row per run) that the looks and the tables count from."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -13,9 +16,23 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path
+from experiments.synthetic_sequences.analysis.curves import convergence
+from experiments.synthetic_sequences.analysis.run_files import (
+    check_evaluation,
+    execution_label,
+    numerics_label,
+    parse_json,
+    parse_run_config,
+    read_finished_run,
+    validation_rows,
+)
+from experiments.synthetic_sequences.metrics import view
+from experiments.synthetic_sequences.planning.bindings import run_record
+from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout, run_directory, run_path
 
 RUN_RECORD = "run_record"
 REEXTRACT = "re-extract without retraining: snakemake --cores 2 tables --forcerun extract_metrics (with the same --configfile / --config)"
+EXTRACT = "python -m experiments.synthetic_sequences.analysis.tables extract --run-dir {run_dir} --out {out}"
 RUN_COLUMNS = [
     "family",
     "reference",
@@ -31,6 +48,75 @@ RUN_COLUMNS = [
     "numerics",
     "execution",
 ]
+
+
+def _scalar_items(section: dict, prefix: str = ""):
+    for name, value in section.items():
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int | float):
+            yield prefix + name, float(value)
+
+
+def run_metrics(run_dir: str | Path) -> pd.DataFrame:
+    """The tidy metrics table of one finished run directory."""
+    run_dir = Path(run_dir)
+    files = read_finished_run(run_dir)
+    layout = RunLayout(run_dir)
+    metadata = parse_json(files[METADATA], layout.metadata)
+    evaluation = parse_json(files[EVALUATION], layout.evaluation)
+    run_config = parse_run_config(files[RUN_CONFIG], run_dir)
+    check_evaluation(evaluation, layout.evaluation)
+    validation = validation_rows(files[METRICS_LOG], layout.metrics_log)
+    record = run_record(run_dir, run_config, metadata)
+    if not validation:
+        raise ValueError(f"{run_dir}/metrics.jsonl has no validation rows; a finished run has at least one")
+
+    records: list[tuple[str, str, float, float]] = []  # (metric, scope, step, value); step is nan off the curves
+    nan = float("nan")
+
+    def add(section: dict, scope: str, skip: tuple[str, ...] = ()) -> None:
+        records.extend((m, scope, nan, v) for m, v in _scalar_items(section) if m not in skip)
+
+    separation = evaluation["strategy_separation"]
+    add(evaluation["latent_usage"], "overall")
+    add(separation["overall"], "overall", skip=("n",))
+    add(separation["shuffled_label_baseline"], "shuffled_labels")
+    for group, scope in (("within_task", "task"), ("within_length_bucket", "length")):
+        for name, values in separation[group].items():
+            add(values, f"{scope}:{name}", skip=("n",))
+    add(evaluation["samples"], "overall", skip=("prompts",))
+    for bucket, values in evaluation["samples"].get("by_length_bucket", {}).items():
+        add(values, f"length:{bucket}")
+    final = validation[-1]
+    records.append(("reconstruction_to_kl", "overall", nan, final["reconstruction_to_kl"] if final["reconstruction_to_kl"] else nan))
+    for name, value in metadata["train_diagnostics"].items():
+        records.append((f"train_{name}", "run", nan, value))
+        if name in final:
+            records.append((f"val_{name}", "run", nan, float(final[name])))
+    add(convergence(validation), "run")
+    curves = set(view("curves"))
+    for row in validation:
+        records.extend((m, "curve", float(row["step"]), v) for m, v in _scalar_items(row) if m in curves)
+
+    resolved = metadata["resolved"]
+    run = {
+        "family": record["family"],
+        "reference": record["reference"],
+        "model": run_config["model"]["model"],
+        "controls": resolved["controls"],
+        **{column: record[column] for column in ("term", "mode", "alpha", "seed")},
+        "beta": resolved["beta"],
+        "reconstruction_scale": resolved["reconstruction_scale"],
+        "warm_start": bool(run_config["run"]["init_decoder"]),
+        "numerics": numerics_label(metadata.get("numerics")),
+        "execution": execution_label(metadata.get("numerics")),
+    }
+    metric, scope, step, value = zip(*records, strict=True)
+    columns = {column: [v] * len(records) for column, v in run.items()}
+    frame = pd.DataFrame({**columns, "metric": metric, "scope": scope, "step": step, "value": value})
+    frame.attrs[RUN_RECORD] = record  # written into the parquet file's metadata (write_metrics)
+    return frame
 
 
 def write_metrics(frame: pd.DataFrame, path: str | Path) -> None:
@@ -69,3 +155,58 @@ def runs_table(metrics: pd.DataFrame) -> pd.DataFrame:
     per_run = pd.concat([metrics[metrics.scope.isin(("overall", "run"))], within_task])
     table = per_run.pivot_table(index=RUN_COLUMNS, columns="metric", values="value").reset_index().rename_axis(columns=None)
     return table.dropna(axis=1, how="all")
+
+
+def check_extracted(records: Mapping[str, list[dict]], results: str | Path) -> None:
+    """Each metrics file (read_metrics' records: path -> its run's record) is what extracting its run under `results`
+    gives today. A metrics file edited by hand, or left from a run retrained since, is refused in one line naming the
+    file, its run, the first difference and the command that re-extracts it (every file's, where several differ)."""
+    differing = []
+    for path, (record, *_) in records.items():
+        run_dir = run_directory(str(results), record["run"])
+        if (difference := first_difference(pd.read_parquet(path), run_metrics(run_dir))) is not None:
+            differing.append((path, run_dir, difference))
+    if not differing:
+        return
+    path, run_dir, difference = differing[0]
+    if len(differing) == 1:
+        command = EXTRACT.format(run_dir=shlex.quote(run_dir), out=shlex.quote(str(path)))
+        raise ValueError(f"{path} is not what extracting its run {run_dir} gives today ({difference}); re-extract it: {command}")
+    raise ValueError(
+        f"{len(differing)} metrics files are not what extracting their runs gives today, the first {path} (run {run_dir}: "
+        f"{difference}); {REEXTRACT}"
+    )
+
+
+def first_difference(held: pd.DataFrame, fresh: pd.DataFrame) -> str | None:
+    """Where a metrics file's table and a fresh extraction's first differ, in words; None where they are the same
+    (nan equal to nan)."""
+    if list(held.columns) != list(fresh.columns):
+        return f"columns {list(held.columns)} in the file, {list(fresh.columns)} from the run"
+    if len(held) != len(fresh):
+        return f"{len(held)} rows in the file, {len(fresh)} from the run"
+    for column in held.columns:
+        a, b = held[column].tolist(), fresh[column].tolist()  # plain Python values: their repr is the file's value
+        for row, (x, y) in enumerate(zip(a, b, strict=True)):
+            if not (x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))):
+                where = f"{fresh.metric.iat[row]} ({fresh.scope.iat[row]})"
+                return f"{column} of {where}: {x!r} in the file, {y!r} from the run"
+    return None
+
+
+def check_endpoints_finite(metrics: pd.DataFrame) -> None:
+    """Every run of the pooled metrics has a finite value of every endpoint the verdict reads (metrics.view('verdict')),
+    checked before runs_table pivots them: the pivot would drop a nan, and with it the run's pair from a contrast,
+    without a word. Refused naming the run and the field."""
+    keys = ["family", "reference", "term", "mode", "alpha", "seed"]
+    endpoints = metrics[metrics.metric.isin(view("verdict")) & metrics.scope.isin(("overall", "run"))]
+    runs = pd.MultiIndex.from_frame(metrics[keys].drop_duplicates())
+    wide = endpoints.set_index([*keys, "metric"]).value.unstack("metric").reindex(index=runs, columns=list(view("verdict")))
+    present = endpoints.assign(held=True).set_index([*keys, "metric"]).held.unstack("metric")
+    present = present.reindex(index=runs, columns=list(view("verdict"))).notna()
+    for run, values in wide.iterrows():
+        for name, value in values.items():
+            if not math.isfinite(value):
+                path = run_path(**dict(zip(keys, run, strict=True)))
+                held = f"is {value}" if present.at[run, name] else "is missing"
+                raise ValueError(f"run {path}: its {name} {held}, not a finite number; no contrast may leave it out unsaid")

@@ -32,19 +32,16 @@ from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.analysis.confounds import confound_table, length_separation
 from experiments.synthetic_sequences.analysis.contrasts import contrast_table
 from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, planned_contrasts
-from experiments.synthetic_sequences.analysis.curves import convergence
 from experiments.synthetic_sequences.analysis.look_files import check_looks_read, read_looks
-from experiments.synthetic_sequences.analysis.metrics_files import RUN_RECORD, read_metrics, runs_table, write_metrics
-from experiments.synthetic_sequences.analysis.run_files import (
-    check_evaluation,
-    execution_label,
-    numerics_label,
-    parse_json,
-    parse_run_config,
-    read_finished_run,
-    read_json,
-    validation_rows,
+from experiments.synthetic_sequences.analysis.metrics_files import (
+    check_endpoints_finite,
+    check_extracted,
+    read_metrics,
+    run_metrics,
+    runs_table,
+    write_metrics,
 )
+from experiments.synthetic_sequences.analysis.run_files import read_json
 from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.verdict_text import markdown, verdict_markdown
@@ -55,81 +52,10 @@ from experiments.synthetic_sequences.planning.bindings import (
     check_inputs,
     keep_grid_record,
     parse_input,
-    run_record,
     tables_grid_file,
 )
 from experiments.synthetic_sequences.planning.endpoints import parse_primary
 from experiments.synthetic_sequences.planning.grid import parse_control_of
-from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout
-
-
-def _scalar_items(section: dict, prefix: str = ""):
-    for name, value in section.items():
-        if isinstance(value, bool) or value is None:
-            continue
-        if isinstance(value, int | float):
-            yield prefix + name, float(value)
-
-
-def run_metrics(run_dir: str | Path) -> pd.DataFrame:
-    """The tidy metrics table of one finished run directory."""
-    run_dir = Path(run_dir)
-    files = read_finished_run(run_dir)
-    layout = RunLayout(run_dir)
-    metadata = parse_json(files[METADATA], layout.metadata)
-    evaluation = parse_json(files[EVALUATION], layout.evaluation)
-    run_config = parse_run_config(files[RUN_CONFIG], run_dir)
-    check_evaluation(evaluation, layout.evaluation)
-    validation = validation_rows(files[METRICS_LOG], layout.metrics_log)
-    record = run_record(run_dir, run_config, metadata)
-    if not validation:
-        raise ValueError(f"{run_dir}/metrics.jsonl has no validation rows; a finished run has at least one")
-
-    records: list[tuple[str, str, float, float]] = []  # (metric, scope, step, value); step is nan off the curves
-    nan = float("nan")
-
-    def add(section: dict, scope: str, skip: tuple[str, ...] = ()) -> None:
-        records.extend((m, scope, nan, v) for m, v in _scalar_items(section) if m not in skip)
-
-    separation = evaluation["strategy_separation"]
-    add(evaluation["latent_usage"], "overall")
-    add(separation["overall"], "overall", skip=("n",))
-    add(separation["shuffled_label_baseline"], "shuffled_labels")
-    for group, scope in (("within_task", "task"), ("within_length_bucket", "length")):
-        for name, values in separation[group].items():
-            add(values, f"{scope}:{name}", skip=("n",))
-    add(evaluation["samples"], "overall", skip=("prompts",))
-    for bucket, values in evaluation["samples"].get("by_length_bucket", {}).items():
-        add(values, f"length:{bucket}")
-    final = validation[-1]
-    records.append(("reconstruction_to_kl", "overall", nan, final["reconstruction_to_kl"] if final["reconstruction_to_kl"] else nan))
-    for name, value in metadata["train_diagnostics"].items():
-        records.append((f"train_{name}", "run", nan, value))
-        if name in final:
-            records.append((f"val_{name}", "run", nan, float(final[name])))
-    add(convergence(validation), "run")
-    curves = set(view("curves"))
-    for row in validation:
-        records.extend((m, "curve", float(row["step"]), v) for m, v in _scalar_items(row) if m in curves)
-
-    resolved = metadata["resolved"]
-    run = {
-        "family": record["family"],
-        "reference": record["reference"],
-        "model": run_config["model"]["model"],
-        "controls": resolved["controls"],
-        **{column: record[column] for column in ("term", "mode", "alpha", "seed")},
-        "beta": resolved["beta"],
-        "reconstruction_scale": resolved["reconstruction_scale"],
-        "warm_start": bool(run_config["run"]["init_decoder"]),
-        "numerics": numerics_label(metadata.get("numerics")),
-        "execution": execution_label(metadata.get("numerics")),
-    }
-    metric, scope, step, value = zip(*records, strict=True)
-    columns = {column: [v] * len(records) for column, v in run.items()}
-    frame = pd.DataFrame({**columns, "metric": metric, "scope": scope, "step": step, "value": value})
-    frame.attrs[RUN_RECORD] = record  # written into the parquet file's metadata (write_metrics)
-    return frame
 
 
 def write_table(frame: pd.DataFrame, stem: Path, formats: Sequence[str] = ("parquet", "csv", "md")) -> None:
@@ -177,6 +103,8 @@ def aggregate(
         if looks:
             check_looks_read(looks, binding.grid)
         check_inputs([held[0] for held in records.values()], binding.input_hashes, binding.results)
+        check_extracted(records, binding.results)
+    check_endpoints_finite(metrics)
     runs = runs_table(metrics)
     contrasts = contrast_table(runs, control_of, primary)
     data_summary = read_json(data_summary_path)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
 from experiments.synthetic_sequences.planning.grid import training_seed
+from experiments.synthetic_sequences.planning.record_shape import check_shape
 from experiments.synthetic_sequences.run_layout import REFERENCE_TEMPLATE, RUNS_FOLDER, parse_run_path, run_directory, run_path
 from experiments.synthetic_sequences.training.settings import INPUT_PATHS
 
@@ -34,6 +35,25 @@ RUN_FIELDS = ("family", "reference", "term", "mode", "alpha", "seed")
 SHARED_INPUTS = ("train_records", "val_records", "test_records")  # one data draw for every reference block
 BLOCK_INPUTS = ("train_scores", "val_scores")  # each block's own, as are its reference_<mode> and init_decoder
 GRID_FOLDER = "grid"  # under the results folder: one record per grid, named by its content (grid_file)
+GRID_SCHEMA = {  # grid_document's record
+    "type": "object",
+    "required": ["runs"],
+    "properties": {
+        "runs": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": [*RUN_FIELDS, "settings"],
+                "properties": {
+                    **dict.fromkeys(("family", "term", "mode"), {"type": "string"}),
+                    **dict.fromkeys(("reference", "seed"), {"type": "integer"}),
+                    "alpha": {"type": "number"},
+                    "settings": {"type": "object"},
+                },
+            },
+        }
+    },
+}
 
 
 def retrain_advice(entries: list[str], results: str) -> str:
@@ -64,6 +84,7 @@ class Binding:
             grid = json.loads(grid_path.read_text())
         except json.JSONDecodeError as err:
             raise BindingError(f"{grid_path} is not valid JSON: {err}") from err
+        check_shape(grid, GRID_SCHEMA, grid_path, "rule record_grid writes it: delete it and rerun", BindingError)
         # the record lies at <results>/GRID_FOLDER/<name> (grid_file)
         return cls(grid, {name: sha256_file(path) for name, path in inputs.items()}, str(grid_path.parent.parent))
 

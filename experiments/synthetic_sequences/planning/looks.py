@@ -33,6 +33,7 @@ from pathlib import Path
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
 from experiments.synthetic_sequences.planning.design import Design, DesignError, Look
 from experiments.synthetic_sequences.planning.grid import RunSpec
+from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
 from experiments.synthetic_sequences.run_layout import metrics_path
 
 LOOK_TEMPLATE = "design/look{look}.json"
@@ -148,6 +149,44 @@ def look_number(look_path: str | Path) -> int | None:
 
 
 RECOMPUTE = "delete it (and the looks after it) and rerun to recompute it from the runs on disk"
+COUNTS = ("references", "seeds")
+LOOK_ENTRY = {"type": "object", "required": list(COUNTS), "properties": dict.fromkeys(COUNTS, {"type": "integer"})}
+DESIGN_SCHEMA = {  # design_record's fields
+    "type": "object",
+    "required": ["looks", "alpha_spending", "max_runs_per_arm"],
+    "properties": {
+        "looks": {"type": "array", "minItems": 1, "items": LOOK_ENTRY},
+        "alpha_spending": {"type": "string"},
+        "max_runs_per_arm": {"type": "integer"},
+    },
+}
+GROUP_SCHEMA = {  # sequential.look_groups' entries
+    "type": "object",
+    "required": ["family", "term", "alpha", "decisions", "train_next"],
+    "properties": {
+        **dict.fromkeys(("family", "term"), {"type": "string"}),
+        "alpha": {"type": "number"},
+        "decisions": {"type": "object", "additionalProperties": {"type": "object", "required": ["decision"]}},
+        "train_next": {"type": "array", "items": {"type": "string"}},
+    },
+}
+LOOK_SCHEMA = {  # look_document's fields
+    "type": "object",
+    "required": ["look", "design", "groups", "runs_read", "previous_sha256", "earlier_designs", "computed_at", "sha256"],
+    "properties": {
+        "look": {"type": "integer", "minimum": 1},
+        "design": DESIGN_SCHEMA,
+        "groups": {"type": "array", "items": GROUP_SCHEMA},
+        "runs_read": {"type": "object", "additionalProperties": SHA256},
+        "previous_sha256": {**SHA256, "type": ["string", "null"]},  # the pattern applies to a string only
+        "earlier_designs": {"type": "array"},
+        "computed_at": {"type": "string"},
+        "sha256": SHA256,
+    },
+}
+ENTRY_FIELDS = {"design": DESIGN_SCHEMA, "sha256": SHA256, "first_look_at": {"type": "string"}}
+DESIGN_ENTRY = {"type": "object", "required": list(ENTRY_FIELDS), "properties": ENTRY_FIELDS}
+DESIGN_RECORD_SCHEMA = {"type": "object", "required": ["designs"], "properties": {"designs": {"type": "array", "items": DESIGN_ENTRY}}}
 
 
 def read_look(path: str | Path, design: Design) -> dict:
@@ -156,11 +195,11 @@ def read_look(path: str | Path, design: Design) -> dict:
     path = Path(path)
     try:
         document = json.loads(path.read_text())
-        body = {name: value for name, value in document.items() if name != "sha256"}
-        sealed = document.get("sha256") == sha256_json(body)
-    except (OSError, ValueError, AttributeError) as err:
+    except (OSError, ValueError) as err:
         raise DesignError(f"{path}: not a readable look file ({err}); {RECOMPUTE}") from err
-    if not sealed:
+    check_shape(document, LOOK_SCHEMA, path, RECOMPUTE, DesignError)
+    body = {name: value for name, value in document.items() if name != "sha256"}
+    if document["sha256"] != sha256_json(body):
         raise DesignError(f"{path}: its content does not match its sha256 (edited by hand?); {RECOMPUTE}")
     if document["design"] != design_record(design):
         raise DesignError(
@@ -218,10 +257,13 @@ def read_design_record(results: str | Path) -> list[dict]:
     path = Path(results) / DESIGN_RECORD
     if not path.exists():
         return []
+    advice = "restore it, or delete it to let any design start over"
     try:
-        return list(json.loads(path.read_text())["designs"])
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise DesignError(f"{path}: not a readable design record ({err}); restore it, or delete it to let any design start over") from err
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise DesignError(f"{path}: not a readable design record ({err}); {advice}") from err
+    check_shape(record, DESIGN_RECORD_SCHEMA, path, advice, DesignError)
+    return list(record["designs"])
 
 
 def check_design_fixed(results: str | Path, design: Design, reset: bool) -> None:
