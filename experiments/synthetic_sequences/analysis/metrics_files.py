@@ -27,7 +27,7 @@ from experiments.synthetic_sequences.analysis.run_files import (
     validation_rows,
 )
 from experiments.synthetic_sequences.metrics import view
-from experiments.synthetic_sequences.planning.bindings import run_record
+from experiments.synthetic_sequences.planning.bindings import RUN_FIELDS, run_record
 from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout, run_directory, run_path
 
 RUN_RECORD = "run_record"
@@ -198,7 +198,7 @@ def check_endpoints_finite(metrics: pd.DataFrame) -> None:
     """Every run of the pooled metrics has a finite value of every endpoint the verdict reads (metrics.view('verdict')),
     checked before runs_table pivots them: the pivot would drop a nan, and with it the run's pair from a contrast,
     without a word. Refused naming the run and the field."""
-    keys = ["family", "reference", "term", "mode", "alpha", "seed"]
+    keys = list(RUN_FIELDS)
     endpoints = metrics[metrics.metric.isin(view("verdict")) & metrics.scope.isin(("overall", "run"))]
     runs = pd.MultiIndex.from_frame(metrics[keys].drop_duplicates())
     wide = endpoints.set_index([*keys, "metric"]).value.unstack("metric").reindex(index=runs, columns=list(view("verdict")))
