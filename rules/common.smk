@@ -32,19 +32,13 @@ from experiments.synthetic_sequences.planning.bindings import (
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
 from experiments.synthetic_sequences.planning.design import parse_design
 from experiments.synthetic_sequences.planning.endpoints import check_design_endpoints, declared_primary, format_primary
-from experiments.synthetic_sequences.planning.looks import (
-    LOOK_TEMPLATE,
-    arm_of,
-    check_design_fixed,
-    check_design_grid,
-    look_specs,
-    open_arms_of,
-    trained_specs,
-)
+from experiments.synthetic_sequences.planning.design_record import check_design_fixed
+from experiments.synthetic_sequences.planning.looks import arm_of, check_design_grid, look_specs, open_arms_of, trained_specs
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.planning.slurm_jobs import check_design_packing
 from experiments.synthetic_sequences.run_layout import (
     CHUNK_TEMPLATE,
+    LOOK_TEMPLATE,
     METRICS_TEMPLATE,
     REFERENCE_ARTIFACTS,
     RUN_TEMPLATE,
@@ -62,7 +56,7 @@ PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "fores
 RUN = RUN_TEMPLATE  # a run directory under runs/, and its metrics file under metrics/ (run_layout)
 CHUNK = CHUNK_TEMPLATE  # the seeds of one arm trained together (chunks.py), the record of a training job
 BLOCK = REFERENCE_ARTIFACTS  # a reference block's z-free model, scores and c_base, by the {reference} wildcard
-LOOK = LOOK_TEMPLATE  # a sequential design's look file, by the {look} wildcard (planning/looks.py)
+LOOK = LOOK_TEMPLATE  # a sequential design's look file, by the {look} wildcard (analysis/look_files.py)
 # wildcard constraints from the registries: a new term or mode is one entry in core/disentanglement
 TERM_PATTERN = alternation(OPTIMISABLE_TERMS)
 MODE_PATTERN = alternation(AGGREGATION_MODES)
@@ -333,12 +327,12 @@ def reported_plot_files():
     return [reported(path) for path in plot_files()]
 
 
-# --- a sequential design (planning/design.py, planning/looks.py) ----------------------------------------------------
+# --- a sequential design (planning/design.py, planning/looks.py, analysis/look_files.py) -----------------------------
 
 
 def config_design():
     """The config's design, None for the fixed one. A sequential design is checked at parse time: against the grid,
-    for looks that can decide nothing, against the design its results folder was first read under (looks.DESIGN_RECORD),
+    for looks that can decide nothing, against the design its results folder was first read under (planning/design_record.py),
     and so is every look file already on disk (analysis/look_files.verified_look), in order, while looks stay open."""
     design = parse_design(config.get("design"))
     if design is not None:

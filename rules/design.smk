@@ -1,7 +1,7 @@
 checkpoint design_look:
-    # a sequential design's look k (planning/looks.py): it reads the open arms' runs at the look's layout, and its
+    # a sequential design's look k (analysis/look_files.py): it reads the open arms' runs at the look's layout, and its
     # file says what look k + 1 trains; the input functions of the next look and of the tables read it, verified.
-    # Look 1 also records the design in the results folder (looks.DESIGN_RECORD), outside its declared output, which
+    # Look 1 also records the design in the results folder (planning/design_record.py), outside its declared output, which
     # snakemake would delete before the job: the record must outlive its look files
     input:
         metrics=look_metrics,

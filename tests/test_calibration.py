@@ -18,13 +18,20 @@ from experiments.synthetic_sequences.analysis.calibration import calibration_tab
         ([(0.2, 0, 4), (0.02, 4, 4)], math.sqrt(0.02 * 0.2), "between"),  # in any order
         ([(0.02, 4, 4), (0.2, 3, 4)], math.nan, "ceiling"),
         ([(0.02, 0, 4), (0.2, 0, 4)], math.nan, "floor"),
-        ([(0.02, 0, 4), (0.06, 4, 4), (0.2, 0, 4)], math.sqrt(0.06 * 0.2), "between"),  # the first fall through the band
+        ([(0.02, 4, 4), (0.06, 0, 4), (0.2, 4, 4)], math.nan, "unclear"),  # falls, then rises across the band
+        ([(0.02, 0, 4), (0.06, 2, 4), (0.2, 4, 4)], math.nan, "unclear"),  # rises through the band: 2/4 is not a reading
         ([(0.02, 0, 4), (0.2, 4, 4)], math.nan, "unclear"),  # rises with beta
+        ([(0.02, 3, 4), (0.06, 4, 4), (0.2, 2, 4)], 0.2, "measured"),  # a rise above the band is noise at 4 runs
     ],
 )
 def test_the_rule_picks_the_beta_a_hand_reading_does(points, beta, how):
     chosen, reason = choose_beta(points)
     assert reason == how and (chosen == pytest.approx(beta) if not math.isnan(beta) else math.isnan(chosen))
+
+
+def test_no_grid_points_is_refused_by_name():
+    with pytest.raises(ValueError, match="no grid points"):
+        choose_beta([])
 
 
 def runs_at(model, term, beta, took_up, runs, mode="mean", controls="none"):

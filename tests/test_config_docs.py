@@ -2,7 +2,9 @@
 shipped config is listed, and every default it states is the one the code applies."""
 
 import ast
+import functools
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,10 +19,9 @@ from experiments.synthetic_sequences.planning.config_docs import (
     current,
     header_fields,
     merged_config,
-    read_configs,
     schema_keys,
 )
-from experiments.synthetic_sequences.planning.config_files import drop_removed_families
+from experiments.synthetic_sequences.planning.config_files import SHIPPED, drop_removed_families, read_configs
 from experiments.synthetic_sequences.planning.design import parse_design
 from experiments.synthetic_sequences.planning.endpoints import TAKE_UP, declared_primary
 from experiments.synthetic_sequences.planning.grid import expand_grid, family_seeds, resolve_references, run_beta
@@ -46,6 +47,44 @@ def test_the_cli_writes_the_file_and_check_refuses_a_stale_one(tmp_path, monkeyp
     assert config_docs.main(["--check"]) == 1
     assert f"README.md is not what the schema and the config files give; regenerate it: {COMMAND}" in capsys.readouterr().err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["README.md"]  # no temporary file left
+
+
+def test_the_shipped_list_is_the_config_files_git_tracks():
+    git = subprocess.run(["git", "ls-files", ":(glob)config/*.yaml"], cwd=ROOT, capture_output=True, text=True)
+    if git.returncode != 0:
+        pytest.skip("not a git checkout: nothing says which config files are tracked")
+    assert sorted(Path(line).name for line in git.stdout.split()) == sorted(SHIPPED)
+
+
+def test_a_users_own_config_file_beside_the_shipped_ones_is_neither_read_nor_documented(tmp_path):
+    for name, text in read_configs().items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "mine.yaml").write_text("families: [not, a, map\n")  # not even YAML
+    assert read_configs(tmp_path) == read_configs()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("results: r\nfamilies:\n  a: [1\n  b: 2\n", r"pilot.yaml, line 4, column 4: a shipped config file that cannot be read as YAML: "),
+        (b"\xff\xfe", r"pilot.yaml: a shipped config file that cannot be read as YAML: 'utf-8' codec can't decode"),
+        (None, r"pilot.yaml: a shipped config file that cannot be read as YAML: \[Errno 2\] No such file"),
+    ],
+)
+def test_a_shipped_config_that_cannot_be_read_is_named_in_one_line(tmp_path, monkeypatch, capsys, text, said):
+    for name, content in read_configs().items():
+        if name != "pilot.yaml":
+            (tmp_path / name).write_text(content)
+    if isinstance(text, bytes):
+        (tmp_path / "pilot.yaml").write_bytes(text)
+    elif text is not None:
+        (tmp_path / "pilot.yaml").write_text(text)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(tmp_path))}/{said}"):
+        read_configs(tmp_path)
+    monkeypatch.setattr(config_docs, "read_configs", functools.partial(read_configs, tmp_path))
+    assert config_docs.main(["--check"]) == 2
+    (err,) = capsys.readouterr().err.splitlines()
+    assert re.match(rf"^{re.escape(str(tmp_path))}/{said}", err)
 
 
 def described_nodes(node, where="config"):

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.synthetic_sequences.planning.config_docs import merged_config, read_configs
+from experiments.synthetic_sequences.planning.config_docs import merged_config
+from experiments.synthetic_sequences.planning.config_files import read_configs
 from experiments.synthetic_sequences.planning.grid import RunSpec, cli_arguments, expand_grid
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.run_layout import GridError, format_alpha, parse_run_key, parse_run_path, run_key

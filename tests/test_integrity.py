@@ -28,6 +28,7 @@ from experiments.synthetic_sequences.analysis.metrics_files import (
     check_endpoints_finite,
     check_extracted,
     first_difference,
+    hybrid_mixes,
     read_metrics,
     run_metrics,
     write_metrics,
@@ -551,6 +552,23 @@ def test_a_nan_written_into_a_metrics_file_is_refused_and_a_nan_endpoint_is_name
     frame = read_metrics([metrics])[0]
     with pytest.raises(ValueError, match=r"^run fam/ref0/raw_mean_0/seed0: its took_up is missing, not a finite number"):
         check_endpoints_finite(frame[frame.metric != "took_up"])
+
+
+def test_a_familys_hybrid_mix_is_read_from_its_runs_records():
+    def record(family, term, coefficients=None):
+        settings = {"reconstruction.term": term} | ({"reconstruction.hybrid_coefficients": coefficients} if coefficients else {})
+        return [{"family": family, "term": term, "settings": settings}]
+
+    records = {
+        "a.parquet": record("continuous", "hybrid", {"tokcc": 0.5, "dist": 0.5}),
+        "b.parquet": record("discrete", "hybrid", {"tokcc": 0.75, "raw": 0.25}),
+        "c.parquet": record("discrete", "raw"),
+    }
+    assert hybrid_mixes(records) == {"continuous": "tokcc 0.5 + dist 0.5", "discrete": "tokcc 0.75 + raw 0.25"}
+    with pytest.raises(
+        ValueError, match=r"^d.parquet's run record: a hybrid run whose settings lack reconstruction.hybrid_coefficients; re-extract"
+    ):
+        hybrid_mixes({**records, "d.parquet": record("discrete", "hybrid")})
 
 
 def test_several_edited_metrics_files_are_counted_with_the_command_that_re_extracts_them_all(finished_run, tmp_path):

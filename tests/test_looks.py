@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
-from core.disentanglement.artifacts import sha256_file
+from core.disentanglement.artifacts import sha256_file, sha256_json
+from experiments.synthetic_sequences.analysis.look_files import check_look_runs, look_document, read_look
 from experiments.synthetic_sequences.planning.design import DesignError, parse_design
+from experiments.synthetic_sequences.planning.design_record import DESIGN_RECORD, check_design_fixed, record_design
 from experiments.synthetic_sequences.planning.grid import expand_grid
-from experiments.synthetic_sequences.planning.looks import (
-    DESIGN_RECORD,
-    arm_of,
-    check_design_fixed,
-    check_design_grid,
-    check_look_runs,
-    look_document,
-    look_specs,
-    read_look,
-    record_design,
-    trained_specs,
-)
+from experiments.synthetic_sequences.planning.looks import arm_of, check_design_grid, look_specs, trained_specs
 from experiments.synthetic_sequences.run_layout import metrics_path
 
 SETTINGS = {"steps": 10}
@@ -165,3 +157,28 @@ def test_the_first_look_fixes_the_design_and_a_reset_is_recorded(tmp_path):
     check_design_fixed(tmp_path, design(maximum=8), reset=False)  # the new design is now the folder's
     (tmp_path / DESIGN_RECORD).unlink()  # deleting the record by name lets any design start over
     check_design_fixed(tmp_path, design(), reset=False)
+
+
+def test_an_edited_design_record_is_refused_not_believed_over_the_look_files(tmp_path):
+    """design.json names the designs its looks were read under: a design changed by hand, sealed or not, is refused
+    in one line naming the record, so no verdict names an 'earlier design' that no look file ever had."""
+    record_design(tmp_path, design(), reset=False)
+    looks = tmp_path / "design"
+    looks.mkdir()
+    (looks / "look1.json").write_text(json.dumps(sealed(1, [group(["sum"])])))
+    check_design_fixed(tmp_path, design(), reset=False)  # the record is its looks'
+    path = tmp_path / DESIGN_RECORD
+    kept = json.loads(path.read_text())
+    entry = kept["designs"][-1]
+    other = {**entry["design"], "alpha_spending": "pocock"}
+    path.write_text(json.dumps({"designs": [{**entry, "design": other}]}))
+    unsealed = r"design.json: the design first read at \S+ does not match its sha256 \(edited by hand\?\); restore it"
+    with pytest.raises(DesignError, match=unsealed):
+        check_design_fixed(tmp_path, design(), reset=True)
+    path.write_text(json.dumps({"designs": [{**entry, "design": other, "sha256": sha256_json(other)}]}))  # resealed too
+    with pytest.raises(
+        DesignError, match=r"design.json: its last design is pocock spending, .* but \S+look1.json was made under obrien-fleming spending"
+    ):
+        record_design(tmp_path, design(), reset=True)
+    (looks / "look1.json").unlink()  # without a look file, a sealed record is all there is to go by
+    check_design_fixed(tmp_path, dataclasses.replace(design(), alpha_spending="pocock"), reset=False)

@@ -1,27 +1,26 @@
 """Every record the pipeline writes and reads back, with each top-level field deleted in turn and each changed to
 another JSON type: refused in one line that names the file and the field, never a KeyError or TypeError."""
 
+import hashlib
 import json
 import os
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from core.disentanglement.artifacts import sha256_json
+from experiments.synthetic_sequences.analysis.look_files import LOOK_SCHEMA, look_document, read_look
+from experiments.synthetic_sequences.analysis.metrics_files import RUN_COLUMNS, RUN_RECORD, RUN_RECORD_SCHEMA, read_metrics
+from experiments.synthetic_sequences.analysis.run_files import METADATA_SCHEMA, read_finished_run
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER, GRID_SCHEMA, Binding, BindingError
-from experiments.synthetic_sequences.planning.design import Design, DesignError, Look
-from experiments.synthetic_sequences.planning.looks import (
-    DESIGN_RECORD,
-    DESIGN_RECORD_SCHEMA,
-    LOOK_SCHEMA,
-    design_record,
-    look_document,
-    read_design_record,
-    read_look,
-)
+from experiments.synthetic_sequences.planning.design import Design, DesignError, Look, design_record
+from experiments.synthetic_sequences.planning.design_record import DESIGN_RECORD, DESIGN_RECORD_SCHEMA, read_design_record
 from experiments.synthetic_sequences.planning.record_shape import shape_error
 from experiments.synthetic_sequences.planning.results_lock import LOCK_FILE, LOCK_SCHEMA, ResultsInUse, check_free, identity
+from experiments.synthetic_sequences.run_layout import METADATA, RUN_OUTPUTS
 
 DESIGN = Design((Look(1, 1, 4), Look(2, 1, 8)), "pocock", 8)
 RUN = "discrete/ref0/raw_sum_0/seed0"
@@ -64,11 +63,60 @@ def read_lock_file(path):
     check_free(path.parent)
 
 
+OUTPUT_BYTES = b"a finished run's output"  # every output but metadata.json, as the run metadata's hashes say
+
+
+def run_metadata(folder: Path) -> tuple[Path, dict]:
+    outputs = {name: hashlib.sha256(OUTPUT_BYTES).hexdigest() for name in RUN_OUTPUTS if name != METADATA}
+    numerics = {"cpu_capability": "AVX2", "cpu_model": "a CPU", "threads": 1, "dtype": "float32", "torch": "2.13.0", "execution": None}
+    record = {
+        "finished": "2026-12-04T00:00:00+00:00",
+        "outputs_sha256": outputs,
+        "inputs_sha256": {"reference": "1" * 64},
+        "train_diagnostics": {"tokens_mean": 6.5},
+        "resolved": {"controls": "none", "beta": 0.05, "reconstruction_scale": 1.0},
+        "numerics": numerics,
+    }
+    return folder / RUN / METADATA, record
+
+
+def metrics_run_record(folder: Path) -> tuple[Path, dict]:
+    run = {"family": "discrete", "reference": 0, "term": "raw", "mode": "sum", "alpha": 0.0, "seed": 0}
+    return folder / "metrics.parquet", {"run": RUN, **run, "settings": {"optim.steps": 10}, "inputs_sha256": {"reference": "1" * 64}}
+
+
+def write_run(path: Path, record: dict) -> None:
+    for name in RUN_OUTPUTS:
+        (path.parent / name).write_bytes(OUTPUT_BYTES)
+    path.write_text(json.dumps(record))
+
+
+def write_metrics_record(path: Path, record: dict) -> None:
+    table = pa.table({column: ["x"] for column in RUN_COLUMNS})
+    pq.write_table(table.replace_schema_metadata({RUN_RECORD: json.dumps(record)}), path)
+
+
 RECORDS = {  # name: (a valid record and its path, the reader, the error it raises)
     "look file": (look_file, read_look_file, DesignError),
     "design record": (design_file, read_design_file, DesignError),
     "grid record": (grid_record, read_grid_record, BindingError),
     "results lock": (lock_file, read_lock_file, ResultsInUse),
+    "run metadata": (run_metadata, lambda path: read_finished_run(path.parent), ValueError),
+    "metrics run record": (metrics_run_record, lambda path: read_metrics([path]), ValueError),
+}
+WRITERS = {"run metadata": write_run, "metrics run record": write_metrics_record}  # the others are JSON files
+# a field whose absence or wrong type has a message of its own, that says more than its shape
+OWN_MESSAGES = {("run metadata", "finished"): "the run did not finish", ("run metadata", "outputs_sha256"): "the run did not finish"}
+# a field the reader does without (an older run's metadata has no numerics; inputs_sha256 is held to the grid's inputs
+# where the tables are bound): deleted, the record still reads; of another type, it is refused
+OPTIONAL = {("run metadata", "inputs_sha256"), ("run metadata", "numerics")}
+SCHEMAS = {
+    "look file": LOOK_SCHEMA,
+    "design record": DESIGN_RECORD_SCHEMA,
+    "grid record": GRID_SCHEMA,
+    "results lock": LOCK_SCHEMA,
+    "run metadata": METADATA_SCHEMA,
+    "metrics run record": RUN_RECORD_SCHEMA,
 }
 
 
@@ -94,19 +142,23 @@ def test_a_record_with_a_field_deleted_or_retyped_is_refused_naming_the_file_and
     else:
         record[field] = other_type(record[field])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
+    WRITERS.get(name, lambda path, record: path.write_text(json.dumps(record)))(path, record)
+    if change == "deleted" and (name, field) in OPTIONAL:
+        read(path)
+        return
     with pytest.raises(error) as refused:
         read(path)
     message = str(refused.value)
-    assert "\n" not in message and str(path) in message and f"field {field}" in message, message
-    assert ("is missing" if change == "deleted" else "not of type") in message, message
+    assert "\n" not in message and str(path) in message, message
+    if (name, field) in OWN_MESSAGES:
+        assert OWN_MESSAGES[name, field] in message, message
+    else:
+        assert f"field {field}" in message and ("is missing" if change == "deleted" else "not of type") in message, message
 
 
 @pytest.mark.parametrize("name", list(RECORDS))
 def test_a_valid_record_has_no_shape_error_and_a_non_object_is_named(tmp_path, name):
-    schema = {"look file": LOOK_SCHEMA, "design record": DESIGN_RECORD_SCHEMA, "grid record": GRID_SCHEMA, "results lock": LOCK_SCHEMA}[
-        name
-    ]
+    schema = SCHEMAS[name]
     _, record = RECORDS[name][0](tmp_path)
     assert shape_error(record, schema) is None
     assert shape_error([record], schema) == "the record is not of type object"

@@ -164,8 +164,10 @@ def test_the_forest_plot_labels_each_row_with_the_designs_decision_and_names_its
     contrasts = contrast_table(runs, CONTROL_OF)
     plots.forest(contrasts, None, {("main", "raw", 0.0): "raises (look 1)"})
     plots.forest(contrasts, None)
-    designed, fixed = ([label.get_text() for label in fig.axes[0].get_yticklabels()] for fig in figures)
+    plots.forest(contrasts, None, term_labels={("main", "raw", 0.0): "raw (as the cross-term table names it)"})
+    designed, fixed, labelled = ([label.get_text() for label in fig.axes[0].get_yticklabels()] for fig in figures)
     assert designed == ["main raw a=0\ndesign: raises (look 1)"] and fixed == ["main raw a=0"]
+    assert labelled == ["main raw (as the cross-term table names it) a=0"]
     assert "(naive under the design)" in figures[0].axes[0].get_title() and "naive" not in figures[1].axes[0].get_title()
 
 

@@ -10,16 +10,17 @@ from experiments.synthetic_sequences.analysis.contrasts import contrast_table
 from experiments.synthetic_sequences.analysis.cross_term import (
     ACROSS,
     DESIGN_DECISION,
+    TERM_LABEL,
     cross_term_table,
     holm_across,
     planned_contrasts,
 )
+from experiments.synthetic_sequences.analysis.look_files import look_document
 from experiments.synthetic_sequences.analysis.sequential import look_groups
 from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.verdict_text import verdict_markdown
 from experiments.synthetic_sequences.planning.design import parse_design
-from experiments.synthetic_sequences.planning.looks import look_document
 
 CONTROL_OF = {"main-scale": "main", "main-balance": "main"}
 ARMS = {"mean": ("main", "none", "mean"), "sum": ("main", "none", "sum"), "scale": ("main-scale", "scale", "mean")}
@@ -314,6 +315,31 @@ def test_the_cross_term_table_gives_each_term_s_sum_mean_take_up_as_the_contrast
     assert page.index("## At a glance") < page.index("Endpoints, in order") < page.index("## main raw alpha=0")
     assert "adjusts all 6 planned contrasts of the pilot together" in page
     assert (glance[DESIGN_DECISION] == "-").all() and "design decision" not in page
+
+
+@pytest.mark.parametrize(
+    ("mixes", "labels"),
+    [
+        (
+            {"main": "tokcc 0.5 + dist 0.5", "other": "tokcc 0.8 + dist 0.2"},
+            ["hybrid (tokcc 0.5 + dist 0.5)", "hybrid (tokcc 0.8 + dist 0.2)"],
+        ),
+        ({"main": "tokcc 0.5 + dist 0.5", "other": "tokcc 0.5 + dist 0.5"}, ["hybrid", "hybrid"]),
+        ({}, ["hybrid", "hybrid"]),  # a table read without the runs' records
+    ],
+)
+def test_two_families_hybrids_are_told_apart_by_their_coefficients_where_they_differ(mixes, labels):
+    """Two families run 'hybrid': where their coefficients differ, verdict.md's first table names each hybrid by its
+    coefficients; where they agree, 'hybrid' says all there is."""
+    main = runs(arm_runs("mean", 2, 4), arm_runs("sum", 3, 4))
+    table = pd.concat([main, main.assign(family="other")], ignore_index=True).assign(term="hybrid")
+    contrasts = contrast_table(table, CONTROL_OF)
+    lines = verdict_table(table, contrasts, CONTROL_OF)
+    glance = cross_term_table(lines, table, contrasts, CONTROL_OF, hybrid_mixes=mixes)
+    assert list(glance.family) == ["main", "other"] and list(glance[TERM_LABEL]) == labels and set(glance.term) == {"hybrid"}
+    page = verdict_markdown(lines, table, CONTROL_OF, cross_term=glance, planned=planned_contrasts(contrasts))
+    glance_section = page[page.index("## At a glance") : page.index("## main")]
+    assert all(f"| {label} " in glance_section for label in labels)
 
 
 def test_under_a_design_the_cross_term_table_gives_the_looks_decision_and_no_pilot_wide_p():

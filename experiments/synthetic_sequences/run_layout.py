@@ -29,6 +29,7 @@ from pathlib import Path
 from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, parse_aggregation_mode
 
 RUNS_FOLDER = "runs"  # under the results folder
+LOOK_TEMPLATE = "design/look{look}.json"  # a sequential design's look k, under the results folder (analysis/look_files.py)
 REFERENCE_TEMPLATE = "ref{reference}"  # a reference block, named by its z-free seed
 KEY_TEMPLATE = "{term}_{mode}_{alpha}"
 RUN_TEMPLATE = "{family}/" + REFERENCE_TEMPLATE + "/" + KEY_TEMPLATE + "/seed{seed}"

@@ -5,12 +5,13 @@
 The note's take-up contrast cannot move where the mean arm sits at a ceiling (every run takes up) or a floor (none
 does). For each (model, term, alpha), the mean arm's take-up is counted at every beta of the grid, and a beta is
 chosen by one stated rule:
-  measured      the grid's beta whose rate lies in [0.2, 0.6], nearest 0.4 (the smaller beta on a tie)
+  unclear       the rates rise across the band somewhere: a beta below 0.2 and a larger beta above 0.6 (take-up
+                falls as beta grows, so such rates say the grid is too coarse or the runs too few); no choice
+  measured      else the grid's beta whose rate lies in [0.2, 0.6], nearest 0.4 (the smaller beta on a tie)
   between       else the first step of the grid from a rate above 0.6 to one below 0.2 (rates fall as beta grows):
                 the geometric mean of its two betas, a point the grid did not measure
   ceiling       every rate above 0.6: the grid stops short; no choice
   floor         every rate below 0.2: the grid starts too high; no choice
-  unclear       anything else (rates that do not fall with beta across the band); no choice
 """
 
 from __future__ import annotations
@@ -31,19 +32,19 @@ KEYS = ["model", "term", "alpha"]
 
 def choose_beta(points: Sequence[tuple[float, int, int]]) -> tuple[float, str]:
     """(beta, how) from (beta, runs that took up, runs) at each beta of the grid (module docstring)."""
-    points = sorted(points)
-    rates = [(beta, k / n) for beta, k, n in points]
+    if not points:
+        raise ValueError("choose_beta: no grid points; a (model, term, alpha) needs take-up counts at one beta at least")
+    rates = [(beta, k / n) for beta, k, n in sorted(points)]
+    if any(low_rate < BAND[0] and high_rate > BAND[1] for (_, low_rate), (_, high_rate) in itertools.combinations(rates, 2)):
+        return math.nan, "unclear"
     inside = [(round(abs(rate - TARGET), 10), beta) for beta, rate in rates if BAND[0] <= rate <= BAND[1]]  # exact ties
     if inside:
         return min(inside)[1], "measured"
+    # Every rate lies outside the band, and none below it comes before one above it: above...above below...below.
     for (low, low_rate), (high, high_rate) in itertools.pairwise(rates):
         if low_rate > BAND[1] and high_rate < BAND[0]:
             return math.sqrt(low * high), "between"
-    if all(rate > BAND[1] for _, rate in rates):
-        return math.nan, "ceiling"
-    if all(rate < BAND[0] for _, rate in rates):
-        return math.nan, "floor"
-    return math.nan, "unclear"
+    return math.nan, "ceiling" if rates[0][1] > BAND[1] else "floor"
 
 
 def calibration_table(runs: pd.DataFrame) -> pd.DataFrame:

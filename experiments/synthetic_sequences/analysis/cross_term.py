@@ -29,9 +29,11 @@ from experiments.synthetic_sequences.planning.endpoints import ONSET as ONSET_EN
 ARMS = ("mean", "sum", *CONTROL_ARMS)
 ACROSS = "p (Holm across the pilot)"
 DESIGN_DECISION = "design decision"
+TERM_LABEL = "term label"
 COLUMNS = [
     "family",
     "term",
+    TERM_LABEL,
     "alpha",
     "beta",
     "endpoint",
@@ -84,10 +86,23 @@ def design_decisions(looks: Sequence[Mapping]) -> dict[tuple[str, str, float], s
     return decided
 
 
+def term_label(term: str, family: str, hybrid_mixes: Mapping[str, str]) -> str:
+    """The term as the tables name it: a hybrid with its coefficients where two families' hybrids mix differently."""
+    if term == "hybrid" and len(set(hybrid_mixes.values())) > 1:
+        return f"hybrid ({hybrid_mixes[family]})"
+    return term
+
+
 def cross_term_table(
-    verdict: pd.DataFrame, runs: pd.DataFrame, contrasts: pd.DataFrame, control_of: dict[str, str], looks: Sequence[Mapping] = ()
+    verdict: pd.DataFrame,
+    runs: pd.DataFrame,
+    contrasts: pd.DataFrame,
+    control_of: dict[str, str],
+    looks: Sequence[Mapping] = (),
+    hybrid_mixes: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """One row per (family, term, alpha) of the verdict (module docstring), in the verdict's order."""
+    """One row per (family, term, alpha) of the verdict (module docstring), in the verdict's order; `hybrid_mixes`:
+    family -> its hybrid's coefficients (metrics_files.hybrid_mixes), for the term's label."""
     family_arms = arms(runs, control_of)
     decided = design_decisions(looks)
     rows = []
@@ -97,6 +112,7 @@ def cross_term_table(
             {
                 "family": line["family"],
                 "term": line["term"],
+                TERM_LABEL: term_label(line["term"], line["family"], hybrid_mixes or {}),
                 "alpha": line["alpha"],
                 "beta": float(group["mean"].beta.iloc[0]),  # a control pairs at its main family's beta (pairing.py)
                 "endpoint": line["endpoint"],
@@ -129,7 +145,7 @@ def signed(value: float) -> str:
 def glance_frame(table: pd.DataFrame, design: bool) -> pd.DataFrame:
     """The table as verdict.md prints it: the interval beside its estimate, p values to 2 significant digits; under a
     sequential design its decision first and the fixed reading named as naive."""
-    shown = table[["family", "term", "alpha", "beta", "endpoint", *ARMS]].copy()
+    shown = table[["family", TERM_LABEL, "alpha", "beta", "endpoint", *ARMS]].rename(columns={TERM_LABEL: "term"})
     shown["sum - mean [95% interval]"] = [
         f"{signed(row['sum - mean'])} [{signed(row['ci_low'])}, {signed(row['ci_high'])}]" for row in table.to_dict("records")
     ]

@@ -9,8 +9,7 @@ import pandas as pd
 
 from experiments.synthetic_sequences.analysis.contrasts import COMPARISON_NAMES, MARGINS, PRIMARY
 from experiments.synthetic_sequences.analysis.inference import ALPHA
-from experiments.synthetic_sequences.planning.design import OPEN, UNDECIDED
-from experiments.synthetic_sequences.planning.looks import describe_design, design_from_record
+from experiments.synthetic_sequences.planning.design import OPEN, UNDECIDED, describe_design, design_from_record
 
 
 def plural(count: int, word: str) -> str:

@@ -1,7 +1,17 @@
-"""A look file checked against what it claims before anything uses it: planning/looks.py checks it against itself,
-the look before and the runs' metrics files; here its decisions are recomputed from those runs by the code that made
-them (sequential.look_groups). The Snakefile, the next look and the tables read look files only through here, and
-each look's file is written here:
+"""A look file of a sequential design, its one home: written here (look_document, by this module's CLI), read and
+checked against itself (read_look), against the look before and the runs it read (check_look_runs), and its
+decisions recomputed from those runs by the code that made them (verified_look). The Snakefile, the next look and the
+tables read look files only through here.
+
+Each look's file (`design/look{k}.json` under the results folder, run_layout.LOOK_TEMPLATE) holds its decisions, the
+arms the next look trains, the runs it read with the sha256 of their metrics files, the design it was made under, the
+seal of the look before, when it was computed, and the sha256 of its own content. Before it is used it is refused in
+one line naming the file and the first disagreement:
+  read_look          readable, of the shape LOOK_SCHEMA gives, its content matching its seal, made under the config's
+                     design, the look its name says
+  check_look_runs    its previous_sha256 is the seal of the look before; every run it read still has its metrics file
+                     and that file hashes as recorded; the runs are the ones the config assigns to the look
+  verified_look      and its decisions are what look_groups makes of those runs
 
     python -m experiments.synthetic_sequences.analysis.look_files --look 2 --design '{"kind": "sequential", ...}' \
         --control-of discrete-scale=discrete,discrete-balance=discrete --metrics results/metrics/...parquet ... \
@@ -12,26 +22,136 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
 from experiments.synthetic_sequences.analysis.metrics_files import check_extracted, read_metrics, runs_table
 from experiments.synthetic_sequences.analysis.sequential import look_groups
 from experiments.synthetic_sequences.planning.bindings import BindingError
-from experiments.synthetic_sequences.planning.design import Design, DesignError, parse_design
-from experiments.synthetic_sequences.planning.grid import parse_control_of
-from experiments.synthetic_sequences.planning.looks import (
-    RECOMPUTE,
-    check_look_runs,
+from experiments.synthetic_sequences.planning.design import (
+    DESIGN_SCHEMA,
+    Design,
+    DesignError,
     design_from_record,
-    look_document,
-    read_look,
-    record_design,
-    results_of,
+    design_record,
+    parse_design,
 )
-from experiments.synthetic_sequences.run_layout import metrics_path
+from experiments.synthetic_sequences.planning.design_record import record_design
+from experiments.synthetic_sequences.planning.grid import parse_control_of
+from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
+from experiments.synthetic_sequences.run_layout import LOOK_TEMPLATE, metrics_path
+
+RECOMPUTE = "delete it (and the looks after it) and rerun to recompute it from the runs on disk"
+GROUP_SCHEMA = {  # sequential.look_groups' entries
+    "type": "object",
+    "required": ["family", "term", "alpha", "decisions", "train_next"],
+    "properties": {
+        **dict.fromkeys(("family", "term"), {"type": "string"}),
+        "alpha": {"type": "number"},
+        "decisions": {"type": "object", "additionalProperties": {"type": "object", "required": ["decision"]}},
+        "train_next": {"type": "array", "items": {"type": "string"}},
+    },
+}
+LOOK_SCHEMA = {  # look_document's fields
+    "type": "object",
+    "required": ["look", "design", "groups", "runs_read", "previous_sha256", "earlier_designs", "computed_at", "sha256"],
+    "properties": {
+        "look": {"type": "integer", "minimum": 1},
+        "design": DESIGN_SCHEMA,
+        "groups": {"type": "array", "items": GROUP_SCHEMA},
+        "runs_read": {"type": "object", "additionalProperties": SHA256},
+        "previous_sha256": {**SHA256, "type": ["string", "null"]},  # the pattern applies to a string only
+        "earlier_designs": {"type": "array"},
+        "computed_at": {"type": "string"},
+        "sha256": SHA256,
+    },
+}
+
+
+def look_document(
+    look: int, design: Design, groups: list[dict], runs_read: Mapping[str, str], previous: Mapping | None, earlier_designs: list[dict]
+) -> dict:
+    """A look's file: what it decided and read, when, sealed with the sha256 of its content. earlier_designs: the
+    designs this results folder was read under before a design_reset (the first look's; [] after)."""
+    body = {
+        "look": look,
+        "design": design_record(design),
+        "groups": groups,
+        "runs_read": dict(runs_read),
+        "previous_sha256": previous["sha256"] if previous else None,
+        "earlier_designs": earlier_designs,
+        # a recomputed look is a new file even where its decisions are the same, so everything after it is rebuilt
+        "computed_at": datetime.now(UTC).isoformat(timespec="microseconds"),
+    }
+    return {**body, "sha256": sha256_json(body)}
+
+
+def results_of(look_path: str | Path) -> Path:
+    """The results folder a look file lies in (LOOK_TEMPLATE)."""
+    return Path(look_path).parents[len(Path(LOOK_TEMPLATE).parts) - 1]
+
+
+def look_number(look_path: str | Path) -> int | None:
+    """The look a file's name says it is (look3.json: 3)."""
+    pattern = re.escape(Path(LOOK_TEMPLATE).name).replace(re.escape("{look}"), "([0-9]+)")
+    match = re.fullmatch(pattern, Path(look_path).name)
+    return int(match.group(1)) if match else None
+
+
+def read_look(path: str | Path, design: Design) -> dict:
+    """A look's file, checked against itself: readable, unedited, of this design, the look its name says. Raises
+    DesignError naming the file and what to do."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise DesignError(f"{path}: not a readable look file ({err}); {RECOMPUTE}") from err
+    check_shape(document, LOOK_SCHEMA, path, RECOMPUTE, DesignError)
+    body = {name: value for name, value in document.items() if name != "sha256"}
+    if document["sha256"] != sha256_json(body):
+        raise DesignError(f"{path}: its content does not match its sha256 (edited by hand?); {RECOMPUTE}")
+    if document["design"] != design_record(design):
+        raise DesignError(
+            f"{path}: made under another design than the config's; a design cannot change between looks: delete "
+            f"{path.parent} (and the runs it trained, if they should not count) and rerun"
+        )
+    if document["look"] != look_number(path):
+        raise DesignError(f"{path}: holds look {document['look']}, not the look its name says; {RECOMPUTE}")
+    return document
+
+
+def check_look_runs(document: Mapping, path: str | Path, previous: Mapping | None, expected_runs: Collection[str] | None) -> None:
+    """A look file against the look before it and the runs it read; raises DesignError naming the file and the first
+    disagreement. A run whose metrics file is missing is passed over (its extraction job writes it again, and the
+    next reader checks it); expected_runs, where given, are the runs the config assigns to this look."""
+    path = Path(path)
+    wanted = previous["sha256"] if previous else None
+    if document["previous_sha256"] != wanted:
+        before = f"the seal of look {previous['look']} ({str(wanted)[:12]})" if previous else "none at look 1"
+        raise DesignError(
+            f"{path}: its previous_sha256 ({str(document['previous_sha256'])[:12]}) is not {before}; it follows another look; {RECOMPUTE}"
+        )
+    runs_read = document["runs_read"]
+    if expected_runs is not None and set(runs_read) != set(expected_runs):
+        extra, missing = sorted(set(runs_read) - set(expected_runs)), sorted(set(expected_runs) - set(runs_read))
+        first = (
+            f"it read {extra[0]}, which the config does not assign to it"
+            if extra
+            else f"it did not read {missing[0]}, which the config assigns to it"
+        )
+        raise DesignError(f"{path}: {first} ({len(extra)} extra, {len(missing)} missing of the config's {len(expected_runs)}); {RECOMPUTE}")
+    results = results_of(path)
+    for run, recorded in sorted(runs_read.items()):
+        metrics = Path(metrics_path(results, run))
+        if metrics.exists() and (digest := sha256_file(metrics)) != recorded:
+            raise DesignError(
+                f"{path}: {metrics} hashes {digest[:12]}, but the look read {recorded[:12]}: the look was made from other runs "
+                f"(another experiment's look file, or runs changed since); {RECOMPUTE}"
+            )
 
 
 def verified_look(
@@ -42,7 +162,7 @@ def verified_look(
     expected_runs: Collection[str] | None = None,
     require_runs: bool = True,
 ) -> dict:
-    """A look file that may be used: read_look and check_look_runs (planning/looks.py), then its decisions recomputed
+    """A look file that may be used: read_look and check_look_runs, then its decisions recomputed
     from the runs it read with look_groups, the function that made them. Raises DesignError naming the file and the
     first disagreement. With require_runs False (the Snakefile, while extraction may still rewrite a metrics file),
     a look some of whose metrics files are missing is not recomputed; the job that reads it next checks it whole."""

@@ -28,9 +28,22 @@ from experiments.synthetic_sequences.analysis.run_files import (
 )
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.bindings import RUN_FIELDS, run_record
+from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
 from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout, run_directory, run_path
 
 RUN_RECORD = "run_record"
+HYBRID_SETTING = "reconstruction.hybrid_coefficients"  # bindings.compared_settings' name of TrainConfig's field
+RUN_RECORD_SCHEMA = {  # bindings.run_record's fields, as a metrics file carries them
+    "type": "object",
+    "required": ["run", *RUN_FIELDS, "settings", "inputs_sha256"],
+    "properties": {
+        **dict.fromkeys(("run", "family", "term", "mode"), {"type": "string"}),
+        **dict.fromkeys(("reference", "seed"), {"type": "integer"}),
+        "alpha": {"type": "number"},
+        "settings": {"type": "object"},
+        "inputs_sha256": {"type": "object", "additionalProperties": SHA256},
+    },
+}
 REEXTRACT = "re-extract without retraining: snakemake --cores 2 tables --forcerun extract_metrics (with the same --configfile / --config)"
 EXTRACT = "python -m experiments.synthetic_sequences.analysis.tables extract --run-dir {run_dir} --out {out}"
 RUN_COLUMNS = [
@@ -140,11 +153,29 @@ def read_metrics(paths: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[str, l
             raise ValueError(f"{path} carries no run record: it was extracted by an older version; {REEXTRACT}")
         if missing := [column for column in RUN_COLUMNS if column not in schema.names]:
             raise ValueError(f"{path} lacks the column(s) {', '.join(missing)}: it was extracted by an older version; {REEXTRACT}")
-        records[str(path)] = [json.loads(carried)]
+        try:
+            record = json.loads(carried)
+        except ValueError as error:
+            raise ValueError(f"{path}: its run record is not valid JSON ({error}); {REEXTRACT}") from None
+        check_shape(record, RUN_RECORD_SCHEMA, f"{path}'s run record", REEXTRACT)
+        records[str(path)] = [record]
     # one dataset read, in the files' order, converted to pandas once: 40% faster than a table per file at 1,000 runs
     table = ds.dataset([str(path) for path in paths], format="parquet").to_table()
     pooled = {key: value for key, value in (table.schema.metadata or {}).items() if key != RUN_RECORD.encode()}
     return table.replace_schema_metadata(pooled).to_pandas(), records  # the pooled table carries no one run's record
+
+
+def hybrid_mixes(records: Mapping[str, list[dict]]) -> dict[str, str]:
+    """family -> the coefficients its hybrid runs train with, as text ('tokcc 0.5 + dist 0.5'), from the run records
+    (read_metrics) of the families that run the hybrid."""
+    mixes = {}
+    for path, (record,) in records.items():
+        if record["term"] == "hybrid":
+            coefficients = record["settings"].get(HYBRID_SETTING)
+            if not isinstance(coefficients, dict) or not coefficients:
+                raise ValueError(f"{path}'s run record: a hybrid run whose settings lack {HYBRID_SETTING}; {REEXTRACT}")
+            mixes[record["family"]] = " + ".join(f"{term} {weight:g}" for term, weight in coefficients.items())
+    return mixes
 
 
 def runs_table(metrics: pd.DataFrame) -> pd.DataFrame:

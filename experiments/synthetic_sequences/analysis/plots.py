@@ -32,7 +32,7 @@ import pandas as pd  # noqa: E402
 
 from core.disentanglement.artifacts import atomic_path  # noqa: E402
 from experiments.synthetic_sequences.analysis.contrasts import MARGINS, ONSET, PRIMARY  # noqa: E402
-from experiments.synthetic_sequences.analysis.cross_term import DESIGN_DECISION  # noqa: E402
+from experiments.synthetic_sequences.analysis.cross_term import DESIGN_DECISION, TERM_LABEL  # noqa: E402
 from experiments.synthetic_sequences.analysis.inference import kaplan_meier  # noqa: E402
 from experiments.synthetic_sequences.analysis.verdict import ENDPOINTS  # noqa: E402
 from experiments.synthetic_sequences.metrics import METRICS, view  # noqa: E402
@@ -125,9 +125,12 @@ def deltas(table: pd.DataFrame, metrics: Sequence[str], path: Path) -> None:
     save(fig, path)
 
 
-def forest(contrasts: pd.DataFrame, path: Path, decisions: Mapping[tuple, str] | None = None) -> None:
+def forest(
+    contrasts: pd.DataFrame, path: Path, decisions: Mapping[tuple, str] | None = None, term_labels: Mapping[tuple, str] | None = None
+) -> None:
     """sum - mean of every (family, term, alpha) with its 95% interval, a panel per endpoint read on an interval; under a
-    sequential design, each row's label gives the design's take-up decision and the intervals are named naive."""
+    sequential design, each row's label gives the design's take-up decision and the intervals are named naive.
+    `term_labels`: (family, term, alpha) -> the term as the cross-term table names it (a hybrid with its coefficients)."""
     panels = [endpoint for endpoint in ENDPOINTS if endpoint.metric != ONSET]
     effects = contrasts[contrasts.comparison == "sum-mean"]
     groups = sorted(effects.groupby(["family", "term", "alpha"]).groups)
@@ -160,7 +163,8 @@ def forest(contrasts: pd.DataFrame, path: Path, decisions: Mapping[tuple, str] |
         method = textwrap.fill(f"{intervals} 95% interval; shaded: +-{margin:g}", TITLE_WIDTH)  # no overlap with the next panel's
         ax.set_title(f"{title}\n{method}", fontsize=8)
         ax.grid(axis="x", alpha=0.3)
-    labels = [f"{family} {term} a={alpha:g}" for family, term, alpha in groups]
+    term_labels = term_labels or {}
+    labels = [f"{family} {term_labels.get((family, term, alpha), term)} a={alpha:g}" for family, term, alpha in groups]
     if decisions:
         labels = [f"{label}\ndesign: {decisions.get(group, '-')}" for label, group in zip(labels, groups, strict=True)]
     axes[0, 0].set_yticks(y, labels, fontsize=8)
@@ -246,13 +250,10 @@ def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: di
     by_condition(runs, list(view("latent_usage_panels")), outputs[2], "Latent usage on the test split")
     deltas(contrasts[contrasts.subset == "all"], list(view("contrast_panels")), outputs[3])
     curves(curve_table, control_of, outputs[4])
-    cross_term = pd.read_parquet(cross_term_path) if cross_term_path else None
-    decided = (
-        {}
-        if cross_term is None
-        else {(row["family"], row["term"], row["alpha"]): row[DESIGN_DECISION] for row in cross_term.to_dict("records")}
-    )
-    forest(contrasts, outputs[5], {group: text for group, text in decided.items() if text != "-"})
+    cross_term = pd.read_parquet(cross_term_path).to_dict("records") if cross_term_path else []
+    decided = {(row["family"], row["term"], row["alpha"]): row[DESIGN_DECISION] for row in cross_term}
+    labels = {(row["family"], row["term"], row["alpha"]): row[TERM_LABEL] for row in cross_term}
+    forest(contrasts, outputs[5], {group: text for group, text in decided.items() if text != "-"}, labels)
     return outputs
 
 

@@ -13,6 +13,7 @@ import msgspec
 
 from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.metrics import bounds, standard_errors
+from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
 from experiments.synthetic_sequences.run_layout import (
     EVALUATION,
     FINISHED,
@@ -27,6 +28,26 @@ from experiments.synthetic_sequences.run_layout import (
 RUN_CONFIG_GROUPS = ("reconstruction", "model", "run")  # the groups of run_config.json that extraction reads
 EXTRACTED = (METADATA, EVALUATION, RUN_CONFIG, METRICS_LOG)  # the run files extraction reads
 EVAL_SECTIONS = ("latent_usage", "strategy_separation", "samples")
+NUMBER = {"type": "number"}
+NUMERICS_FIELDS = {"cpu_capability": {"type": "string"}, "cpu_model": {"type": "string"}, "threads": {"type": "integer"}}
+NUMERICS_FIELDS |= {"dtype": {"type": "string"}, "torch": {"type": "string"}, "execution": {"type": ["object", "null"]}}
+RESOLVED_FIELDS = {"controls": {"type": "string"}, "beta": NUMBER, "reconstruction_scale": NUMBER}
+METADATA_SCHEMA = {  # what extraction reads of metadata.json (training/cvae_run.py writes it)
+    "type": "object",
+    "required": ["finished", "outputs_sha256", "train_diagnostics", "resolved"],  # inputs_sha256: checked where it is bound
+    "properties": {
+        "finished": {"type": "string"},
+        "outputs_sha256": {"type": "object", "additionalProperties": SHA256},
+        "inputs_sha256": {"type": "object", "additionalProperties": SHA256},
+        "train_diagnostics": {"type": "object", "additionalProperties": NUMBER},
+        "resolved": {"type": "object", "required": list(RESOLVED_FIELDS), "properties": RESOLVED_FIELDS},
+        "numerics": {
+            "type": ["object", "null"],
+            "required": ["cpu_capability", "cpu_model", "threads", "dtype", "torch"],
+            "properties": NUMERICS_FIELDS,
+        },
+    },
+}
 
 # the values the verdict and the tables read, and what each can be (a float's residue of -1e-9 is not a refusal)
 SLACK = 1e-6
@@ -155,6 +176,7 @@ def read_finished_run(run_dir: Path) -> dict[str, bytes]:
     files = {name: layout.outputs[name].read_bytes() for name in EXTRACTED}
     metadata = parse_json(files[METADATA], layout.metadata)
     check_finished(metadata, layout.metadata)
+    check_shape(metadata, METADATA_SCHEMA, layout.metadata, "it was not written by this trainer; train the run again")
     digests = {name: hashlib.sha256(files[name]).hexdigest() for name in EXTRACTED if name != METADATA}
     digests[MODEL] = sha256_file(layout.model)
     for name, digest in digests.items():

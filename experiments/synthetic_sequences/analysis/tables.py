@@ -36,6 +36,7 @@ from experiments.synthetic_sequences.analysis.look_files import check_looks_read
 from experiments.synthetic_sequences.analysis.metrics_files import (
     check_endpoints_finite,
     check_extracted,
+    hybrid_mixes,
     read_metrics,
     run_metrics,
     runs_table,
@@ -117,7 +118,7 @@ def aggregate(
         "length_separation": length_separation(metrics),
         "verdict": verdict_table(runs, contrasts, control_of, primary),
     }
-    tables["cross_term"] = cross_term_table(tables["verdict"], runs, contrasts, control_of, looks)
+    tables["cross_term"] = cross_term_table(tables["verdict"], runs, contrasts, control_of, looks, hybrid_mixes(records))
     out_dir = Path(out_dir)
     with atomic_path(out_dir / "metrics.parquet") as tmp:
         metrics.to_parquet(tmp, index=False)

@@ -9,9 +9,10 @@ What it reads:
                                     sentence `Default: <value>.` is what the code uses when no config file sets the key
   config/config.yaml                the value the embedded default sets, which every other config file merges over
   the trainer's settings            the names, defaults and help text of a family's `settings:` (training/settings.py)
-  config/*.yaml                     each file's leading comment block: a `# purpose: <what it is for>` line and a
+  the shipped configs               each file's leading comment block: a `# purpose: <what it is for>` line and a
                                     `# measured: <wall> at <commit> (<runs; machine, command>)` or
-                                    `# measured: not measured` line; its runs are counted by the grid's own code
+                                    `# measured: not measured` line; its runs are counted by the grid's own code;
+                                    a user's own config file beside them is not documented, and not read
 Torch- and pandas-free; of snakemake, it imports only its config merge.
 """
 
@@ -29,15 +30,13 @@ from snakemake.utils import update_config
 
 from core.disentanglement.artifacts import atomic_path
 from core.disentanglement.cli import flat_fields
-from experiments.synthetic_sequences.planning.config_files import drop_removed_families
+from experiments.synthetic_sequences.planning.config_files import CONFIGS, DEFAULT_CONFIG, drop_removed_families, read_configs
 from experiments.synthetic_sequences.planning.grid import expand_grid
 from experiments.synthetic_sequences.training.settings import MODEL_NAMES, TrainConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = ROOT / "config" / "schema" / "config.schema.yaml"
-CONFIGS = ROOT / "config"
 OUTPUT = CONFIGS / "README.md"
-DEFAULT_CONFIG = "config.yaml"  # snakemake reads it first; every --configfile merges over it
 COMMAND = "python -m experiments.synthetic_sequences.planning.config_docs"
 DEFAULT = " Default: "  # the description's last sentence that states the code's default
 PLACEHOLDERS = {"families": "<name>", "hybrid": "<term>"}  # a map's entry in a key path, by the map's name
@@ -259,10 +258,6 @@ def render(schema: Mapping, configs: Mapping[str, str]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def read_configs(folder: Path = CONFIGS) -> dict[str, str]:
-    return {path.name: path.read_text() for path in sorted(folder.glob("*.yaml"))}
-
-
 def current() -> str:
     """What config/README.md should hold now."""
     return render(yaml.safe_load(SCHEMA.read_text()), read_configs())
@@ -272,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="exit 1, writing nothing, if config/README.md is out of date")
     args = parser.parse_args(argv)
-    text = current()
+    try:
+        text = current()
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
     if args.check:
         if not OUTPUT.exists() or OUTPUT.read_text() != text:
             print(f"{OUTPUT.relative_to(ROOT)} is not what the schema and the config files give; regenerate it: {COMMAND}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""Config files read strictly: a key written twice in one mapping is refused, naming the key and both lines.
+"""Config files read strictly: a key written twice in one mapping is refused, naming the key and both lines; and the
+config files the project ships (SHIPPED), read by name.
 
 PyYAML, and so snakemake, keeps the last of two equal keys without a word: a `families.discrete:` block written
 twice keeps only its second copy, and the merge over config.yaml then quietly restores the default's runs.
@@ -13,6 +14,10 @@ from pathlib import Path
 import yaml
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
+CONFIGS = Path(__file__).resolve().parents[3] / "config"
+DEFAULT_CONFIG = "config.yaml"  # snakemake reads it first; every --configfile merges over it
+# the config files the project ships, documented in config/README.md (tests hold it to the files git tracks)
+SHIPPED = (DEFAULT_CONFIG, "calibration.yaml", "cold_start.yaml", "note.yaml", "pilot.yaml", "sequential.yaml", "smoke.yaml")
 
 
 class DuplicateKeyError(ValueError):
@@ -163,3 +168,19 @@ def check_flags(config: dict, flags: Iterable[str] = ("design_reset",)) -> None:
     for flag in flags:
         if isinstance(config.get(flag), str):
             raise ValueError(f"{flag}: {config[flag]!r} is text; write {flag}=True or {flag}=False (capitalised) on the command line")
+
+
+def read_configs(folder: Path = CONFIGS, names: tuple[str, ...] = SHIPPED) -> dict[str, str]:
+    """{name: text} of the shipped config files; one that cannot be read, or is not YAML, is refused by its path."""
+    configs = {}
+    for name in names:
+        path = folder / name
+        try:
+            configs[name] = path.read_text()
+            yaml.safe_load(configs[name])
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+            problem = getattr(error, "problem", None) or " ".join(str(error).split())
+            raise ValueError(f"{where}: a shipped config file that cannot be read as YAML: {problem}") from None
+    return configs

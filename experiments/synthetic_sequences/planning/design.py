@@ -21,10 +21,13 @@ Snakefile parses it).
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from statistics import NormalDist
+
+from core.disentanglement.artifacts import sha256_json
 
 SPENDING_FUNCTIONS = ("obrien-fleming", "pocock")
 KINDS = ("fixed", "sequential")
@@ -110,3 +113,37 @@ def parse_design(block: Mapping | None) -> Design | None:
     if looks[-1].runs_per_arm > maximum:
         raise DesignError(f"design.looks[{len(looks) - 1}]: {looks[-1].runs_per_arm} runs per arm is more than max_runs_per_arm {maximum}")
     return Design(looks, spending, maximum)
+
+
+COUNTS = ("references", "seeds")
+LOOK_ENTRY = {"type": "object", "required": list(COUNTS), "properties": dict.fromkeys(COUNTS, {"type": "integer"})}
+DESIGN_SCHEMA = {  # design_record's fields
+    "type": "object",
+    "required": ["looks", "alpha_spending", "max_runs_per_arm"],
+    "properties": {
+        "looks": {"type": "array", "minItems": 1, "items": LOOK_ENTRY},
+        "alpha_spending": {"type": "string"},
+        "max_runs_per_arm": {"type": "integer"},
+    },
+}
+
+
+def design_record(design: Design) -> dict:
+    """A design as a look file records it: JSON's types (lists, not tuples)."""
+    return json.loads(json.dumps(asdict(design)))
+
+
+def design_from_record(record: Mapping) -> Design:
+    """The design a look file records (design_record's inverse)."""
+    return Design(tuple(Look(**look) for look in record["looks"]), record["alpha_spending"], record["max_runs_per_arm"])
+
+
+def design_digest(record: Mapping) -> str:
+    return sha256_json(record)[:16]
+
+
+def describe_design(record: Mapping) -> str:
+    looks = ", ".join(f"{look['references']}x{look['seeds']}" for look in record["looks"])
+    return (
+        f"{record['alpha_spending']} spending, looks {looks}, at most {record['max_runs_per_arm']} runs per arm ({design_digest(record)})"
+    )
