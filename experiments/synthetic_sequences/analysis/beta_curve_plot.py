@@ -1,0 +1,115 @@
+"""beta_curves.png: take-up over beta, mean against sum, one panel per (family, term, alpha) of a config with a beta
+axis (analysis/beta_curves.py). Named apart from curves.png, which holds the validation learning curves.
+
+    python -m experiments.synthetic_sequences.analysis.beta_curve_plot results/tables/runs.parquet --tokens 6.57 \
+        --control-of discrete-scale=discrete --plot results/plots/beta_curves.png
+
+prints the shift table (k, its interval, the parallelism p, the reading) and draws the figure.
+
+Each panel: the take-up rate per beta and mode with its Clopper-Pearson 95% interval, on a log-beta axis; each
+mode's own fitted curve (the shape model, solid); mean's curve at k x beta (dashed, in sum's colour) over sum's
+points, so that where the dashed and sum's solid curve coincide a shift is all there is; the control families' points
+(scale: square, balance: diamond); and k with its interval and the reading in the title.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from core.disentanglement.registry import TERMS  # noqa: E402
+from experiments.synthetic_sequences.analysis.beta_curves import KEYS, fitted_curves, shift_table  # noqa: E402
+from experiments.synthetic_sequences.analysis.contrasts import PRIMARY  # noqa: E402
+from experiments.synthetic_sequences.analysis.inference import clopper_pearson  # noqa: E402
+from experiments.synthetic_sequences.analysis.plots import MODE_COLOURS, save  # noqa: E402
+from experiments.synthetic_sequences.planning.grid import parse_control_of  # noqa: E402
+
+CONTROL_MARKERS = {"scale": "s", "balance": "D"}
+SPREAD = 1.04  # mean's and sum's points drawn this factor apart in beta, so their bars do not hide each other
+
+
+def rate_points(ax, runs: pd.DataFrame, colour: str, marker: str, label: str, nudge: float) -> None:
+    """k/n per beta with its Clopper-Pearson interval."""
+    counts = runs.groupby("beta")[PRIMARY].agg(["sum", "size"])
+    rates = counts["sum"] / counts["size"]
+    bounds = np.array([clopper_pearson(int(k), int(n)) for k, n in zip(counts["sum"], counts["size"], strict=True)])
+    errors = np.vstack([rates - bounds[:, 0], bounds[:, 1] - rates])
+    ax.errorbar(counts.index * nudge, rates, yerr=errors, fmt=marker, color=colour, capsize=2, ms=4, label=label, lw=0.8)
+
+
+def title(row: dict) -> str:
+    if not math.isfinite(row["k"]):
+        return f"{row['family']} {row['term']} a={row['alpha']:g}\nno k: {row['reading']}"
+    interval = f"[{row['ci_low']:.2g}, {row['ci_high']:.2g}]"
+    estimate = f"k = {row['k']:.2g}" if math.isfinite(row["ci_low"] * row["ci_high"]) and row["ci_low"] > 0 else "k open"
+    return f"{row['family']} {row['term']} a={row['alpha']:g}\n{estimate} {interval}: {row['reading']}"
+
+
+def beta_curves_figure(runs: pd.DataFrame, table: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
+    """One panel per row of beta_curves.shift_table (module docstring)."""
+    rows = table.to_dict("records")
+    columns = min(4, max(1, len(rows)))
+    fig, axes = plt.subplots(
+        math.ceil(max(1, len(rows)) / columns),
+        columns,
+        figsize=(4.2 * columns, 3.4 * math.ceil(max(1, len(rows)) / columns)),
+        squeeze=False,
+    )
+    for ax in axes.flat[len(rows) :]:
+        ax.set_axis_off()
+    if not rows:
+        axes[0, 0].text(0.5, 0.5, "No (family, term) has mean and sum runs at two betas or more.", ha="center", va="center")
+    for ax, row in zip(axes.flat, rows, strict=False):
+        key = tuple(row[name] for name in KEYS)
+        group = runs[(runs[KEYS].apply(tuple, axis=1) == key) & (runs.controls == "none")]
+        grid = np.geomspace(group.beta.min() / 1.5, group.beta.max() * 1.5, 120)
+        fitted = fitted_curves(group, grid)
+        for mode, nudge in (("mean", 1 / SPREAD), ("sum", SPREAD)):
+            rate_points(ax, group[group["mode"] == mode], MODE_COLOURS[mode], "o", mode, nudge)
+            ax.plot(grid, fitted[mode], color=MODE_COLOURS[mode], lw=1.2)
+        ax.plot(grid, fitted["mean at k x beta"], color=MODE_COLOURS["sum"], ls="--", lw=1.2, label="mean at k x beta")
+        controls = runs[runs.family.map(control_of).eq(row["family"]) & (runs.term == row["term"]) & (runs.alpha == row["alpha"])]
+        for kind, arm in controls.groupby("controls"):
+            rate_points(ax, arm, "black", CONTROL_MARKERS.get(kind, "^"), kind, 1.0)
+        ax.set(xscale="log", ylim=(-0.05, 1.05), xlabel="beta", ylabel="share of runs that took up")
+        ax.set_title(title(row), fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="upper right")
+    fig.tight_layout()
+    save(fig, path)
+
+
+def scale_predictions(table_keys: list[tuple[str, str, float]], tokens: float) -> dict[tuple[str, str, float], float]:
+    """(family, term, alpha) -> the k a pure scale change predicts, 1 / tokens, for each term in the mode's own units
+    (core/disentanglement/registry.py: not normalised); a normalised term has no prediction (k near 1 is its null)."""
+    return {key: 1.0 / tokens for key in table_keys if key[1] in TERMS and not TERMS[key[1]].normalised}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", help="a runs table (tables/runs.parquet) whose main families ran both modes at two betas or more")
+    parser.add_argument("--tokens", type=float, help="the train split's mean supervised token count; raw's and tok's predicted k is 1 / it")
+    parser.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
+    parser.add_argument("--plot", type=Path, help="where to write beta_curves.png")
+    args = parser.parse_args(argv)
+    runs = pd.read_parquet(args.runs)
+    keys = sorted(runs[runs.controls == "none"].groupby(KEYS).groups)
+    table = shift_table(runs, scale_predictions(keys, args.tokens) if args.tokens else None)
+    print(table.to_markdown(index=False, floatfmt=".3g") if not table.empty else "no (family, term) ran both modes at two betas or more")
+    if args.plot:
+        beta_curves_figure(runs, table, parse_control_of(args.control_of), args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
