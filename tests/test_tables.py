@@ -204,3 +204,19 @@ def test_a_forest_panel_with_nothing_to_compare_says_so(runs, monkeypatch):
     said = {index: [text.get_text() for text in ax.texts] for index, ax in enumerate(fig.axes)}
     assert said[1] == [plots.NOTHING_TO_COMPARE]
     assert plots.NOTHING_TO_COMPARE not in said[0] + said[2]
+
+
+def test_a_forest_estimate_without_an_interval_says_so(runs, monkeypatch):
+    """One seed pair gives an estimate but no interval: its point is labelled, not drawn as if it were exact."""
+    from experiments.synthetic_sequences.analysis import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
+    contrasts = contrast_table(runs, CONTROL_OF)
+    magnitude = contrasts.metric == "mutual_information"
+    contrasts.loc[magnitude, ["ci_low", "ci_high"]] = np.nan
+    plots.forest(contrasts, None)
+    (fig,) = figures
+    said = {index: [text.get_text() for text in ax.texts] for index, ax in enumerate(fig.axes)}
+    assert [text.endswith(": no interval at this n") for text in said[1]] == [True]
+    assert not any(text.endswith("no interval at this n") for text in said[0] + said[2])

@@ -156,7 +156,7 @@ def forest(
             delta, low, high = (float(row[key]) for key in ("estimate", "ci_low", "ci_high"))
             error = np.nan_to_num([[delta - low], [high - delta]])
             ax.errorbar([delta], [position], xerr=error, fmt="o", color=MODE_COLOURS["sum"], capsize=3)
-            counts = f"n={row['n_a']},{row['n_b']}"
+            counts = f"n={row['n_a']},{row['n_b']}" + ("" if np.isfinite([low, high]).all() else ": no interval at this n")
             ax.annotate(counts, (delta, position), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center")
         intervals = " / ".join(sorted(chosen["interval"].dropna().unique())) + (" (naive under the design)" if decisions else "")
         title = f"{endpoint.name}: sum - mean\n({endpoint.metric}, {endpoint.subset} runs)"
