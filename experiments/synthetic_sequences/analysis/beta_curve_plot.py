@@ -59,12 +59,8 @@ def beta_curves_figure(runs: pd.DataFrame, table: pd.DataFrame, control_of: dict
     """One panel per row of beta_curves.shift_table (module docstring)."""
     rows = table.to_dict("records")
     columns = min(4, max(1, len(rows)))
-    fig, axes = plt.subplots(
-        math.ceil(max(1, len(rows)) / columns),
-        columns,
-        figsize=(4.2 * columns, 3.4 * math.ceil(max(1, len(rows)) / columns)),
-        squeeze=False,
-    )
+    lines = math.ceil(max(1, len(rows)) / columns)
+    fig, axes = plt.subplots(lines, columns, figsize=(4.2 * columns, 3.4 * lines), squeeze=False)
     for ax in axes.flat[len(rows) :]:
         ax.set_axis_off()
     if not rows:

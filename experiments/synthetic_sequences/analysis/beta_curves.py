@@ -93,6 +93,12 @@ def additive(curves: Curves):
     return fit(curves.took_up, np.column_stack([curves.blocks(), curves.log_beta, curves.sums]))
 
 
+def free_log_k(free) -> float:
+    """log k = c / b of the free fit (additive); nan where it has no slope (take-up does not change with beta)."""
+    slope, offset = float(free.params[-2]), float(free.params[-1])
+    return offset / slope if abs(slope) >= 1e-8 else math.nan
+
+
 def parallelism_p(curves: Curves, free) -> float:
     """Rao's score test of the shape model's extra slope (s log beta) at the free shift model's fit `free`. At a
     pilot's size the likelihood ratio rejects a true shift 8% of the time at 5% (a steep curve separates the shape
@@ -146,9 +152,8 @@ def bootstrap_interval(runs: pd.DataFrame, draws: int = BOOTSTRAP_DRAWS, seed: i
     for _ in range(draws):
         chosen = rng.choice(blocks, size=len(blocks), replace=True)
         sample = pd.concat([by_block[reference].assign(reference=index) for index, reference in enumerate(chosen)])
-        params = additive(Curves.of(sample)).params
-        if abs(params[-2]) > 1e-8:
-            estimates.append(params[-1] / params[-2])
+        if math.isfinite(log_k := free_log_k(additive(Curves.of(sample)))):
+            estimates.append(log_k)
     if len(estimates) < draws / 2:
         return -math.inf, math.inf
     low, high = np.percentile(estimates, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
@@ -207,12 +212,11 @@ def read_shift(curves: Curves) -> Shift:
     """The shift model fitted free, k's profile interval and the parallelism test; with no slope (take-up does not
     change with beta) no shift can be read and the interval is open."""
     free = additive(curves)
-    slope, offset, best = float(free.params[-2]), float(free.params[-1]), float(free.llf)
+    log_k, slope, best = free_log_k(free), float(free.params[-2]), float(free.llf)
     parallel_p = parallelism_p(curves, free)
-    if abs(slope) < 1e-8:
+    if not math.isfinite(log_k):
         return Shift(math.nan, -math.inf, math.inf, slope, best, parallel_p)
-    log_low, log_high = profile_interval(curves, offset / slope, best)
-    return Shift(offset / slope, log_low, log_high, slope, best, parallel_p)
+    return Shift(log_k, *profile_interval(curves, log_k, best), slope, best, parallel_p)
 
 
 def shift_fit(runs: pd.DataFrame, predicted: float | None = None) -> dict:
@@ -245,14 +249,6 @@ def shift_fit(runs: pd.DataFrame, predicted: float | None = None) -> dict:
     }
 
 
-def fitted_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Observed against fitted take-up per (beta, mode) of one (family, term, alpha): the shift model's probability
-    averaged over the runs of each cell."""
-    fitted = runs.assign(fitted=np.asarray(additive(Curves.of(runs)).fittedvalues))
-    cells = fitted.groupby(["beta", "mode"], sort=True)
-    return cells.agg(runs=(PRIMARY, "size"), took_up=(PRIMARY, "sum"), fitted=("fitted", "mean")).reset_index()
-
-
 def fitted_curves(runs: pd.DataFrame, betas: np.ndarray) -> dict[str, np.ndarray]:
     """Take-up over `betas` as the shape model fits each mode (its own slope), averaged over the blocks, and mean's
     curve at k x beta (k from the shift model): where sum's own curve and the shifted mean's coincide, a shift is all
@@ -261,7 +257,7 @@ def fitted_curves(runs: pd.DataFrame, betas: np.ndarray) -> dict[str, np.ndarray
     design = np.column_stack([curves.blocks(), curves.log_beta, curves.sums, curves.sums * curves.log_beta])
     params = np.asarray(fit(curves.took_up, design).params)
     offsets, (slope, step, turn) = params[:-3], params[-3:]
-    log_k = read_shift(curves).log_k
+    log_k = free_log_k(additive(curves))  # the estimate alone: the interval is shift_table's
 
     def rate(log_beta: np.ndarray, is_sum: float) -> np.ndarray:
         logits = offsets[:, None] + slope * log_beta[None, :] + is_sum * (step + turn * log_beta[None, :])
