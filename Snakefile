@@ -15,6 +15,8 @@ from experiments.synthetic_sequences.planning.config_files import (
     check_moved_keys,
     check_run_lists,
     drop_removed_families,
+    merge_order,
+    settle_family_betas,
 )
 from experiments.synthetic_sequences.planning.results_lock import acquire, check_free, release
 
@@ -30,6 +32,8 @@ CONFIG_SCHEMA = f"{workflow.basedir}/config/schema/config.schema.yaml"  # beside
 check_config_files(workflow.configfiles)  # a key written twice is refused, not silently the last one
 
 drop_removed_families(config)  # `name: null` in a later config file removes a family of an earlier one
+# a later file's `betas` replaces an earlier file's `beta`
+settle_family_betas(config, merge_order(workflow.configfiles, workflow.config_settings.configfiles))
 check_moved_keys(config)
 check_run_lists(config, CONFIG_SCHEMA)  # one line per bad seeds/references value, not the schema's dump
 check_flags(config)
@@ -83,6 +87,7 @@ localrules:
     extract_metrics,
     aggregate_tables,
     plots,
+    beta_curve_plot,
 
 
 include: "rules/data.smk"
@@ -100,6 +105,7 @@ rule tables:
         table_files(),
         rules.aggregate_tables.output.grid,
         plot_files(),
+        beta_curve_plot_files(),
         design_look_files,
 
 
@@ -109,4 +115,5 @@ rule all:
         table_files(),
         rules.aggregate_tables.output.grid,
         plot_files(),
+        beta_curve_plot_files(),
         design_look_files,

@@ -50,6 +50,7 @@ from experiments.synthetic_sequences.run_layout import (
 from experiments.synthetic_sequences.splits import SCORED_SPLITS, SPLITS
 
 TABLES = ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "length_separation", "verdict", "cross_term")
+BETA_CURVE_TABLES = ("beta_curves", "beta_curve_cells")  # with a beta axis (analysis/beta_curves.py)
 TABLE_FORMATS = ("parquet", "csv", "md")
 CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown
 PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "forest")
@@ -69,6 +70,7 @@ wildcard_constraints:
     term=TERM_PATTERN,
     mode=MODE_PATTERN,
     alpha=r"[0-9]+(\.[0-9]+)?",
+    at_beta=r"(_b[0-9]+(\.[0-9]+)?)?",  # empty off a beta axis (run_layout.KEY_TEMPLATE)
     seed=r"[0-9]+",
     chunk=CHUNK_PATTERN,
     look=r"[1-9][0-9]*",
@@ -287,8 +289,14 @@ def primary_flag():
     return shlex.quote(format_primary(declared_primary(config["families"])))
 
 
+def beta_axis():
+    """Whether a run of the grid lies on a beta axis (a family's or run entry's `betas:`)."""
+    return any(spec.beta_axis for spec in GRID.values())
+
+
 def table_files():
-    tables = expand(results("tables/{table}.{ext}"), table=TABLES, ext=TABLE_FORMATS)
+    names = TABLES + (BETA_CURVE_TABLES if beta_axis() else ())
+    tables = expand(results("tables/{table}.{ext}"), table=names, ext=TABLE_FORMATS)
     return tables + expand(results("tables/curves.{ext}"), ext=CURVE_FORMATS)
 
 
@@ -304,6 +312,8 @@ KEY_REPORTS = {
     "forest.png": ("forest.rst", "2. cross-term"),
     "cross_term.csv": ("cross_term.rst", "2. cross-term"),
     "takeup.png": ("takeup.rst", "3. take-up"),
+    "beta_curves.png": ("beta_curves.rst", "4. take-up over beta"),
+    "beta_curves.csv": ("beta_curves.rst", "4. take-up over beta"),
 }
 
 
@@ -325,6 +335,11 @@ def plot_files():
 
 def reported_plot_files():
     return [reported(path) for path in plot_files()]
+
+
+def beta_curve_plot_files():
+    """beta_curves.png, with a beta axis (analysis/beta_curve_plot.py)."""
+    return [results("plots/beta_curves.png")] if beta_axis() else []
 
 
 # --- a sequential design (planning/design.py, planning/looks.py, analysis/look_files.py) -----------------------------

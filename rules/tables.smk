@@ -89,3 +89,25 @@ rule plots:
         "python -m experiments.synthetic_sequences.analysis.plots --runs {input.runs:q} "
         "--mean-vs-sum {input.mean_vs_sum:q} --curves {input.curves:q} --cross-term {input.cross_term:q} --control-of={params.control_of:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"
+
+
+rule beta_curve_plot:
+    input:
+        runs=results("tables/runs.parquet"),
+        table=results("tables/beta_curves.parquet"),
+    output:
+        reported(results("plots/beta_curves.png")),
+    log:
+        results("logs/beta_curve_plot.log"),
+    benchmark:
+        results("benchmarks/beta_curve_plot.tsv")
+    conda:
+        "../envs/pipeline.yaml"
+    resources:
+        runtime=5,
+        mem_mb=1000,
+    params:
+        control_of=control_pairs(),
+    shell:
+        "python -m experiments.synthetic_sequences.analysis.beta_curve_plot {input.runs:q} --table {input.table:q} "
+        "--control-of={params.control_of:q} --plot {output:q} > {log:q} 2>&1"

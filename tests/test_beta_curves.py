@@ -160,7 +160,7 @@ def test_the_table_reads_main_families_with_both_modes_at_two_betas_or_more(monk
     control = runs[runs["mode"] == "mean"].assign(family="f-scale", controls="scale")
     one_beta = runs[runs.beta == BETAS[0]].assign(term="dist")
     mean_only = runs[runs["mode"] == "mean"].assign(term="tokcc")
-    table = shift_table(pd.concat([runs, control, one_beta, mean_only]), {("f", "raw", 0.0): 1 / 6.57})
+    table = shift_table(pd.concat([runs, control, one_beta, mean_only]), tokens=6.57)
     assert list(zip(table.family, table.term, strict=True)) == [("f", "raw")]
     (row,) = table.to_dict("records")
     assert row["runs"] == len(runs) and row["betas"] == len(BETAS) and row["predicted_k"] == pytest.approx(1 / 6.57)

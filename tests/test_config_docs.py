@@ -24,7 +24,7 @@ from experiments.synthetic_sequences.planning.config_docs import (
 from experiments.synthetic_sequences.planning.config_files import SHIPPED, drop_removed_families, read_configs
 from experiments.synthetic_sequences.planning.design import parse_design
 from experiments.synthetic_sequences.planning.endpoints import TAKE_UP, declared_primary
-from experiments.synthetic_sequences.planning.grid import expand_grid, family_seeds, resolve_references, run_beta
+from experiments.synthetic_sequences.planning.grid import expand_grid, family_seeds, resolve_references, run_betas
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "config" / "README.md"
@@ -185,6 +185,8 @@ def test_a_stated_default_is_the_one_the_code_applies(path):
 
 def test_the_defaults_stated_in_words_are_the_codes():
     assert STATED["families.<name>.seeds"] == "the top-level seeds" and family_seeds({}, 3, "f") == [0, 1, 2]
-    assert STATED["families.<name>.runs[].beta"] == "the family's beta" and run_beta({"beta": 0.3}, {}) == 0.3
+    assert STATED["families.<name>.runs[].beta"] == "the family's beta (or betas)" and run_betas({"beta": 0.3}, {}) == ([0.3], False)
+    assert run_betas({"betas": [0.1, 0.2]}, {}) == ([0.1, 0.2], True)
+    assert STATED["families.<name>.runs[].betas"] == "the family's" and run_betas({"betas": [0.1]}, {"beta": 0.5}) == ([0.5], False)
     assert STATED["families.<name>.gpus"] == "resources.train_run.gpus"
     assert '.get("gpus", train_resource("gpus", 0))' in RULES

@@ -25,12 +25,12 @@ def config_grid(name):
     return expand_grid(*merged_families(name))
 
 
-@pytest.mark.parametrize("config", ["config.yaml", "pilot.yaml"])
+@pytest.mark.parametrize("config", ["config.yaml", "pilot.yaml", "curve.yaml"])
 def test_every_run_key_round_trips_and_no_two_runs_share_a_directory(config):
     specs = config_grid(config)
     assert len({spec.path for spec in specs}) == len(specs)
     for spec in specs:
-        assert parse_run_key(spec.key) == (spec.term, spec.mode, spec.alpha)
+        assert parse_run_key(spec.key) == (spec.term, spec.mode, spec.alpha, spec.key_beta)
         assert parse_run_path(f"results/runs/{spec.path}") == {
             "family": spec.family,
             "reference": spec.reference,
@@ -38,6 +38,7 @@ def test_every_run_key_round_trips_and_no_two_runs_share_a_directory(config):
             "mode": spec.mode,
             "alpha": spec.alpha,
             "seed": spec.seed,
+            **({"beta": spec.beta} if spec.beta_axis else {}),
         }
         assert spec.mode in spec.key.split("_")
         assert spec.train_config().mode.value == spec.mode

@@ -72,16 +72,24 @@ def dry_run_train_jobs(configfile, results, *config):
             rule = stripped.split()[-1].rstrip(":")
         elif stripped.startswith("wildcards:") and rule == "train_run":
             values = dict(item.strip().split("=", 1) for item in stripped.split(":", 1)[1].split(", "))
-            arm = "{family}/ref{reference}/{term}_{mode}_{alpha}".format(**values)
+            arm = "{family}/ref{reference}/{term}_{mode}_{alpha}{at_beta}".format(**values)
             first, last = map(int, values["chunk"].split("-"))
             runs = [path for path in grid if path.startswith(f"{arm}/seed") and first <= int(path.rsplit("seed", 1)[1]) <= last]
             jobs.append((list(values.values()), runs))
     return jobs, list(grid)
 
 
-# the pilot as a fixed design on 1 block: 20 arms x 2 chunks of 2 seeds
-@pytest.mark.parametrize(("configfile", "chunks"), [("config/pilot.yaml", 40), ("config/config.yaml", 20)])
-def test_every_run_is_recovered_from_its_jobs_comment_and_log_path(configfile, chunks, tmp_path):
+# the pilot as a fixed design on 1 block: 20 arms x 2 chunks of 2 seeds; curve.yaml on 1 of its blocks: 92 arms on a
+# beta axis, each its own chunk (at_beta '_b<beta>'), the others' at_beta empty
+@pytest.mark.parametrize(
+    ("configfile", "chunks", "config"),
+    [("config/pilot.yaml", 40, {}), ("config/config.yaml", 20, {}), ("config/curve.yaml", 92, {"references": [21]})],
+)
+def test_every_run_is_recovered_from_its_jobs_comment_and_log_path(configfile, chunks, config, tmp_path):
+    if config:  # cut to fewer blocks: snakemake's --config reads a list as text
+        cut = tmp_path / "cut.yaml"
+        cut.write_text(yaml.safe_dump({**yaml.safe_load((ROOT / configfile).read_text()), **config}))
+        configfile = str(cut)
     jobs, grid = dry_run_train_jobs(configfile, tmp_path)
     assert len(jobs) == chunks and sorted(run for _, runs in jobs for run in runs) == sorted(grid)
     for values, runs in jobs:
@@ -153,6 +161,8 @@ def test_a_group_command_without_whole_train_run_targets_is_refused(command):
         "rule_train_run_wildcards_f_dist_Sum_0_0-1",
         "rule_train_run_wildcards_f_dist_sum_0_3-1",
         "rule_train_run_wildcards_f_dist_sum_0_1",
+        "rule_train_run_wildcards_f_0_dist_sum_0__c0.1_0-1",
+        "rule_train_run_wildcards_f_0_dist_sum_0__b0.10_0-1",
     ],
 )
 def test_foreign_comments_are_refused(comment):

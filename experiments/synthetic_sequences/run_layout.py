@@ -1,6 +1,6 @@
 """The run directory: where a run lives, what it holds, what marks it finished and where a chunk's resume state waits.
 
-    {results}/runs/{family}/ref{reference}/{term}_{mode}_{alpha}/
+    {results}/runs/{family}/ref{reference}/{term}_{mode}_{alpha}[_b{beta}]/
         seed{seed}/                 one run (RUN_TEMPLATE) of the reference block whose z-free seed is {reference}
             run_config.json         its settings, nested by group (TrainConfig.to_dict())
             metrics.partial.jsonl   while it trains: the rows logged so far
@@ -11,6 +11,9 @@
                                     beside the sha256 of its inputs and of every other output
             resume.pt               in the first seed's directory of a chunk that is not done: the chunk's state
         seeds{first}-{last}.json    a chunk's record (CHUNK_TEMPLATE), written once all its seeds finished
+
+A run on a beta axis (a family's or run entry's `betas:`) carries its beta in its key, `raw_sum_0_b0.05`: each beta
+is an arm of its own. A run without one has the key it always had, `raw_sum_0` (its beta is its family's).
 
 Every run belongs to one reference: the z-free model of seed {reference} (REFERENCE_ARTIFACTS), whose scores, c_base
 and warm start it reads and no other's. Term names hold no underscore and alpha is written canonically, so a path
@@ -31,7 +34,9 @@ from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, pa
 RUNS_FOLDER = "runs"  # under the results folder
 LOOK_TEMPLATE = "design/look{look}.json"  # a sequential design's look k, under the results folder (analysis/look_files.py)
 REFERENCE_TEMPLATE = "ref{reference}"  # a reference block, named by its z-free seed
-KEY_TEMPLATE = "{term}_{mode}_{alpha}"
+# {at_beta} is "" for a run without a beta axis, else AT_BETA filled: one template, and one training rule, for both
+KEY_TEMPLATE = "{term}_{mode}_{alpha}{at_beta}"
+AT_BETA = "_b{beta}"
 RUN_TEMPLATE = "{family}/" + REFERENCE_TEMPLATE + "/" + KEY_TEMPLATE + "/seed{seed}"
 CHUNK_TEMPLATE = "{family}/" + REFERENCE_TEMPLATE + "/" + KEY_TEMPLATE + "/seeds{chunk}"
 # a reference block's artifacts under the results folder: its z-free model, its scores of the records, its c_base per mode
@@ -105,45 +110,80 @@ def finished_at(metadata: Mapping) -> datetime | None:
         return None
 
 
+def plain_number(value: float, field: str, decimals: int) -> str:
+    """A number as a run key spells it: no trailing zeros, no exponent; refused where `decimals` do not hold it exactly."""
+    text = f"{value:.{decimals}f}".rstrip("0").rstrip(".")
+    if float(text) != value:
+        raise GridError(f"{field}: {value!r} needs more than {decimals} decimals; use a value that prints exactly")
+    return text
+
+
 def format_alpha(alpha: float) -> str:
     """The canonical spelling of alpha in a run key: 0, 0.5, 1, 2.5 (no trailing zeros, no exponent for usual values)."""
     alpha = float(alpha)
     if not math.isfinite(alpha) or alpha < 0:
         raise GridError(f"alpha: {alpha!r} is not allowed; it must be a finite number >= 0")
-    text = f"{alpha:.6f}".rstrip("0").rstrip(".")
-    if float(text) != alpha:
-        raise GridError(f"alpha: {alpha!r} needs more than 6 decimals; use a value that prints exactly")
-    return text
+    return plain_number(alpha, "alpha", 6)
 
 
-def run_key(term: str, mode: str, alpha: float) -> str:
+def format_beta(beta: float) -> str:
+    """The canonical spelling of a beta of a beta axis in a run key: 0.05, 0.0035, 2."""
+    beta = float(beta)
+    if not math.isfinite(beta) or beta <= 0:
+        raise GridError(f"beta: {beta!r} is not allowed; it must be a finite number > 0")
+    return plain_number(beta, "beta", 8)
+
+
+def at_beta(beta: float | None) -> str:
+    """The run key's beta suffix: '' off a beta axis (beta None), else '_b0.05'."""
+    return "" if beta is None else AT_BETA.format(beta=format_beta(beta))
+
+
+def run_key(term: str, mode: str, alpha: float, beta: float | None = None) -> str:
+    """'tokcc_sum_1'; on a beta axis (beta given) 'tokcc_sum_1_b0.05'."""
     if term not in OPTIMISABLE_TERMS:
         raise GridError(f"term: {term!r} is not allowed; allowed values: {', '.join(OPTIMISABLE_TERMS)}")
-    return KEY_TEMPLATE.format(term=term, mode=parse_aggregation_mode(mode, "mode").value, alpha=format_alpha(alpha))
+    mode = parse_aggregation_mode(mode, "mode").value
+    return KEY_TEMPLATE.format(term=term, mode=mode, alpha=format_alpha(alpha), at_beta=at_beta(beta))
 
 
-def parse_run_key(key: str) -> tuple[str, str, float]:
-    """'tokcc_sum_1' -> ('tokcc', 'sum', 1.0); the inverse of run_key."""
+def parse_run_key(key: str) -> tuple[str, str, float, float | None]:
+    """'tokcc_sum_1' -> ('tokcc', 'sum', 1.0, None); 'tokcc_sum_1_b0.05' -> (..., 0.05); the inverse of run_key."""
     parts = key.split("_")
-    if len(parts) != 3:
-        raise GridError(f"run key {key!r} is not term_mode_alpha")
-    term, mode, alpha_text = parts
+    if len(parts) not in (3, 4) or (len(parts) == 4 and not parts[3].startswith("b")):
+        raise GridError(f"run key {key!r} is not term_mode_alpha or term_mode_alpha_b<beta>")
+    term, mode, alpha_text = parts[:3]
     if term not in OPTIMISABLE_TERMS or mode not in AGGREGATION_MODES:
         raise GridError(
             f"run key {key!r}: term must be one of {', '.join(OPTIMISABLE_TERMS)} and mode one of {', '.join(AGGREGATION_MODES)}"
         )
+    alpha = canonical_in_key(key, "alpha", alpha_text, format_alpha)
+    beta = canonical_in_key(key, "beta", parts[3][1:], format_beta) if len(parts) == 4 else None
+    return term, mode, alpha, beta
+
+
+def canonical_in_key(key: str, name: str, text: str, spell) -> float:
+    """A number of a run key, read back: refused where it is not one, or not spelt as `spell` spells it."""
     try:
-        alpha = float(alpha_text)
-    except ValueError as err:
-        raise GridError(f"run key {key!r}: alpha {alpha_text!r} is not a number") from err
-    if format_alpha(alpha) != alpha_text:
-        raise GridError(f"run key {key!r}: alpha is not written canonically ({format_alpha(alpha)})")
-    return term, mode, alpha
+        value = float(text)
+        spelt = spell(value)
+    except ValueError as err:  # GridError included: a number out of range
+        raise GridError(f"run key {key!r}: {name} {text!r} is not an allowed number") from err
+    if spelt != text:
+        raise GridError(f"run key {key!r}: {name} is not written canonically ({spelt})")
+    return value
 
 
-def run_path(family: str, reference: int, term: str, mode: str, alpha: float, seed: int) -> str:
-    """The run's path under the runs folder: RUN_TEMPLATE filled, alpha written canonically."""
-    return RUN_TEMPLATE.format(family=family, reference=reference, term=term, mode=mode, alpha=format_alpha(alpha), seed=seed)
+def run_path(family: str, reference: int, term: str, mode: str, alpha: float, seed: int, beta: float | None = None) -> str:
+    """The run's path under the runs folder: RUN_TEMPLATE filled, alpha (and beta, on a beta axis) written canonically."""
+    key = run_key(term, mode, alpha, beta)
+    return RUN_TEMPLATE.replace(KEY_TEMPLATE, key).format(family=family, reference=reference, seed=seed)
+
+
+def chunk_path(family: str, reference: int, term: str, mode: str, alpha: float, chunk: str, beta: float | None = None) -> str:
+    """A training job's chunk under the runs folder: CHUNK_TEMPLATE filled as run_path fills RUN_TEMPLATE."""
+    key = run_key(term, mode, alpha, beta)
+    return CHUNK_TEMPLATE.replace(KEY_TEMPLATE, key).format(family=family, reference=reference, chunk=chunk)
 
 
 def numbered(part: str, prefix: str) -> int | None:
@@ -153,12 +193,13 @@ def numbered(part: str, prefix: str) -> int | None:
 
 
 def parse_run_path(path: str) -> dict:
-    """'{family}/ref{reference}/{term}_{mode}_{alpha}/seed{seed}' (any prefix) -> its parameters."""
+    """'{family}/ref{reference}/{term}_{mode}_{alpha}[_b{beta}]/seed{seed}' (any prefix) -> its parameters; `beta`
+    only for a run on a beta axis, so that run_path(**parameters) gives the path back."""
     parts = path.rstrip("/").split("/")
     if len(parts) < 4 or numbered(parts[-1], "seed") is None or numbered(parts[-3], "ref") is None:
         raise GridError(f"run path {path!r} does not end in family/ref<N>/term_mode_alpha/seed<N>")
-    term, mode, alpha = parse_run_key(parts[-2])
-    return {
+    term, mode, alpha, beta = parse_run_key(parts[-2])
+    parameters = {
         "family": parts[-4],
         "reference": numbered(parts[-3], "ref"),
         "term": term,
@@ -166,6 +207,7 @@ def parse_run_path(path: str) -> dict:
         "alpha": alpha,
         "seed": numbered(parts[-1], "seed"),
     }
+    return parameters if beta is None else {**parameters, "beta": beta}
 
 
 def reference_artifact(name: str, reference: int, **fields) -> str:

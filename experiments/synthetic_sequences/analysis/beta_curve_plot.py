@@ -26,8 +26,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
-from core.disentanglement.registry import TERMS  # noqa: E402
 from experiments.synthetic_sequences.analysis.beta_curves import KEYS, fitted_curves, shift_table  # noqa: E402
 from experiments.synthetic_sequences.analysis.contrasts import PRIMARY  # noqa: E402
 from experiments.synthetic_sequences.analysis.inference import clopper_pearson  # noqa: E402
@@ -78,6 +78,9 @@ def beta_curves_figure(runs: pd.DataFrame, table: pd.DataFrame, control_of: dict
         for kind, arm in controls.groupby("controls"):
             rate_points(ax, arm, "black", CONTROL_MARKERS.get(kind, "^"), kind, 1.0)
         ax.set(xscale="log", ylim=(-0.05, 1.05), xlabel="beta", ylabel="share of runs that took up")
+        betas = sorted(group.beta.unique())  # the axis's own betas as ticks: a span of 10x holds one power of ten at most
+        ax.set_xticks(betas, [f"{beta:g}" for beta in betas], fontsize=6, rotation=45)
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(title(row), fontsize=8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, loc="upper right")
@@ -85,22 +88,16 @@ def beta_curves_figure(runs: pd.DataFrame, table: pd.DataFrame, control_of: dict
     save(fig, path)
 
 
-def scale_predictions(table_keys: list[tuple[str, str, float]], tokens: float) -> dict[tuple[str, str, float], float]:
-    """(family, term, alpha) -> the k a pure scale change predicts, 1 / tokens, for each term in the mode's own units
-    (core/disentanglement/registry.py: not normalised); a normalised term has no prediction (k near 1 is its null)."""
-    return {key: 1.0 / tokens for key in table_keys if key[1] in TERMS and not TERMS[key[1]].normalised}
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", help="a runs table (tables/runs.parquet) whose main families ran both modes at two betas or more")
     parser.add_argument("--tokens", type=float, help="the train split's mean supervised token count; raw's and tok's predicted k is 1 / it")
     parser.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
+    parser.add_argument("--table", type=Path, help="its shift table (tables/beta_curves.parquet), read rather than fitted again")
     parser.add_argument("--plot", type=Path, help="where to write beta_curves.png")
     args = parser.parse_args(argv)
     runs = pd.read_parquet(args.runs)
-    keys = sorted(runs[runs.controls == "none"].groupby(KEYS).groups)
-    table = shift_table(runs, scale_predictions(keys, args.tokens) if args.tokens else None)
+    table = pd.read_parquet(args.table) if args.table else shift_table(runs, args.tokens)
     print(table.to_markdown(index=False, floatfmt=".3g") if not table.empty else "no (family, term) ran both modes at two betas or more")
     if args.plot:
         beta_curves_figure(runs, table, parse_control_of(args.control_of), args.plot)

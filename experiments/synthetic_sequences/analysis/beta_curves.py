@@ -9,33 +9,31 @@ run; reference blocks as fixed effects, s = 1 for sum):
     shape    logit P(took up) = a_block + b log beta + c s + d s log beta   and in slope
     cells    logit P(took up) = a_block + g_(beta, mode)                 any curve at all (the goodness of fit)
 
-k's 95% interval is the profile-likelihood one: every log k whose profile deviance (the shift model refitted with
-log k held) lies within chi2_1(0.95) of its minimum; an end the profile does not reach within a factor of 1,000 is
-open. A bootstrap over reference blocks (resampled with replacement) is the check beside it. The parallelism test is
-Rao's score test of shape against shift (1 df; the likelihood ratio rejects too often at these sizes); goodness of fit
-the likelihood ratio of cells against shift (cells - 2 df).
+k's 95% interval is the profile-likelihood one (the shift model refitted with log k held, within chi2_1(0.95) of the
+best); an end not reached within a factor of 1,000 is open. A bootstrap over reference blocks is the check beside it.
+Parallelism: Rao's score test of shape against shift (1 df; the likelihood ratio rejects too often at these sizes);
+goodness of fit: the likelihood ratio of cells against shift (cells - 2 df).
 
 Readings, first that applies (docs/methods.md, "Take-up curves over beta"):
     beyond scale        parallelism p < 0.05: sum changes the curve's shape, not only its place
     no shift            k's interval lies inside [1/1.5, 1.5]
     a shift             k's interval excludes 1
     cannot be resolved  anything else; with the runs per beta that would resolve it (the interval narrows as 1/sqrt(n))
-A term with a predicted k (raw: 1 / the training set's mean supervised token count, the scale sum multiplies the
-reconstruction by) is read against it too: as the scale predicts (a bounded interval holds it), a smaller or a larger
-shift (the interval lies on one side), or cannot be resolved (an open interval holds it). statsmodels fits every
-model; scipy finds the interval's ends.
+A term with a predicted k (raw: 1 / the train split's mean supervised token count) is read against it too: as the
+scale predicts (a bounded interval holds it), a smaller or a larger shift (the interval on one side), or cannot be
+resolved (an open interval holds it). statsmodels fits every model; scipy finds the interval's ends.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from core.disentanglement.registry import TERMS
 from experiments.synthetic_sequences.analysis.contrasts import PRIMARY
 from experiments.synthetic_sequences.analysis.inference import ALPHA
 
@@ -268,12 +266,35 @@ def fitted_curves(runs: pd.DataFrame, betas: np.ndarray) -> dict[str, np.ndarray
     return {"mean": rate(log_betas, 0.0), "sum": rate(log_betas, 1.0), "mean at k x beta": shifted}
 
 
-def shift_table(runs: pd.DataFrame, predicted: Mapping[tuple[str, str, float], float] | None = None) -> pd.DataFrame:
-    """One row per (family, term, alpha) of the main families with a mean and a sum run at two betas or more."""
-    main = runs[runs.controls == "none"]
-    rows = []
-    for key, group in main.groupby(KEYS, sort=True):
-        if set(group["mode"]) != {"mean", "sum"} or group.beta.nunique() < 2:
-            continue
-        rows.append({**dict(zip(KEYS, key, strict=True)), **shift_fit(group, (predicted or {}).get(key))})
-    return pd.DataFrame(rows)
+def cell_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (beta, mode) of one (family, term, alpha): its runs, how many took up, and the share the shift model (its
+    free fit) expects there, averaged over the cell's runs: where the two part, the shift model misses."""
+    cells = runs.assign(fitted=np.asarray(additive(Curves.of(runs)).fittedvalues)).groupby(["beta", "mode"])
+    return pd.DataFrame({"runs": cells.size(), "took_up": cells[PRIMARY].sum().astype(int), "fitted": cells.fitted.mean()}).reset_index()
+
+
+def scale_predictions(table_keys: list[tuple[str, str, float]], tokens: float) -> dict[tuple[str, str, float], float]:
+    """(family, term, alpha) -> the k a pure scale change predicts, 1 / tokens, for each term in the mode's own units
+    (core/disentanglement/registry.py: not normalised); a normalised term has no prediction (k near 1 is its null)."""
+    return {key: 1.0 / tokens for key in table_keys if key[1] in TERMS and not TERMS[key[1]].normalised}
+
+
+def curve_groups(runs: pd.DataFrame):
+    """(key, runs) of each (family, term, alpha) of the main families with a mean and a sum run at two betas or more."""
+    for key, group in runs[runs.controls == "none"].groupby(KEYS, sort=True):
+        if set(group["mode"]) == {"mean", "sum"} and group.beta.nunique() >= 2:
+            yield key, group
+
+
+def shift_table(runs: pd.DataFrame, tokens: float | None = None) -> pd.DataFrame:
+    """One row per curve_groups entry; given the train split's mean supervised token count, raw's (and tok's) k is read
+    against the scale's prediction 1 / tokens."""
+    groups = dict(curve_groups(runs))
+    predicted = scale_predictions(list(groups), tokens) if tokens else {}
+    return pd.DataFrame([{**dict(zip(KEYS, key, strict=True)), **shift_fit(group, predicted.get(key))} for key, group in groups.items()])
+
+
+def cells_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """cell_rates of every curve_groups entry, keyed."""
+    tables = [cell_rates(group).assign(**dict(zip(KEYS, key, strict=True))) for key, group in curve_groups(runs)]
+    return pd.concat(tables or [pd.DataFrame()], ignore_index=True).reindex(columns=[*KEYS, "beta", "mode", "runs", "took_up", "fitted"])

@@ -29,7 +29,16 @@ from experiments.synthetic_sequences.analysis.run_files import (
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.bindings import RUN_FIELDS, run_record
 from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
-from experiments.synthetic_sequences.run_layout import EVALUATION, METADATA, METRICS_LOG, RUN_CONFIG, RunLayout, run_directory, run_path
+from experiments.synthetic_sequences.run_layout import (
+    EVALUATION,
+    METADATA,
+    METRICS_LOG,
+    RUN_CONFIG,
+    RunLayout,
+    format_beta,
+    run_directory,
+    run_path,
+)
 
 RUN_RECORD = "run_record"
 HYBRID_SETTING = "reconstruction.hybrid_coefficients"  # bindings.compared_settings' name of TrainConfig's field
@@ -39,7 +48,7 @@ RUN_RECORD_SCHEMA = {  # bindings.run_record's fields, as a metrics file carries
     "properties": {
         **dict.fromkeys(("run", "family", "term", "mode"), {"type": "string"}),
         **dict.fromkeys(("reference", "seed"), {"type": "integer"}),
-        "alpha": {"type": "number"},
+        **dict.fromkeys(("alpha", "beta"), {"type": "number"}),  # beta: a run on a beta axis only
         "settings": {"type": "object"},
         "inputs_sha256": {"type": "object", "additionalProperties": SHA256},
     },
@@ -55,7 +64,8 @@ RUN_COLUMNS = [
     "mode",
     "alpha",
     "seed",
-    "beta",
+    "key_beta",  # the beta in the run's key: its own on a beta axis, as the key spells it; '' for a run without one
+    "beta",  # the KL weight it trained with (a balance control's: its key's x the mean train token count)
     "reconstruction_scale",
     "warm_start",
     "numerics",
@@ -119,6 +129,7 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
         "model": run_config["model"]["model"],
         "controls": resolved["controls"],
         **{column: record[column] for column in ("term", "mode", "alpha", "seed")},
+        "key_beta": format_beta(record["beta"]) if "beta" in record else "",
         "beta": resolved["beta"],
         "reconstruction_scale": resolved["reconstruction_scale"],
         "warm_start": bool(run_config["run"]["init_decoder"]),
@@ -229,7 +240,7 @@ def check_endpoints_finite(metrics: pd.DataFrame) -> None:
     """Every run of the pooled metrics has a finite value of every endpoint the verdict reads (metrics.view('verdict')),
     checked before runs_table pivots them: the pivot would drop a nan, and with it the run's pair from a contrast,
     without a word. Refused naming the run and the field."""
-    keys = list(RUN_FIELDS)
+    keys = [*RUN_FIELDS, "key_beta"]
     endpoints = metrics[metrics.metric.isin(view("verdict")) & metrics.scope.isin(("overall", "run"))]
     runs = pd.MultiIndex.from_frame(metrics[keys].drop_duplicates())
     wide = endpoints.set_index([*keys, "metric"]).value.unstack("metric").reindex(index=runs, columns=list(view("verdict")))
@@ -238,6 +249,7 @@ def check_endpoints_finite(metrics: pd.DataFrame) -> None:
     for run, values in wide.iterrows():
         for name, value in values.items():
             if not math.isfinite(value):
-                path = run_path(**dict(zip(keys, run, strict=True)))
+                *fields, key_beta = run
+                path = run_path(**dict(zip(RUN_FIELDS, fields, strict=True)), beta=float(key_beta) if key_beta else None)
                 held = f"is {value}" if present.at[run, name] else "is missing"
                 raise ValueError(f"run {path}: its {name} {held}, not a finite number; no contrast may leave it out unsaid")

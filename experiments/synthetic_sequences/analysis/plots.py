@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from core.disentanglement.artifacts import atomic_path  # noqa: E402
+from experiments.synthetic_sequences.analysis.beta_axis import controls_per_beta, per_beta  # noqa: E402
 from experiments.synthetic_sequences.analysis.contrasts import MARGINS, ONSET, PRIMARY  # noqa: E402
 from experiments.synthetic_sequences.analysis.cross_term import DESIGN_DECISION, TERM_LABEL  # noqa: E402
 from experiments.synthetic_sequences.analysis.inference import kaplan_meier  # noqa: E402
@@ -240,9 +241,12 @@ def takeup(runs: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
 
 
 def make_plots(runs_path, mean_vs_sum_path, curves_path, out_dir, control_of: dict[str, str], cross_term_path=None) -> list[Path]:
-    """Every figure; the cross-term table (cross_term.py), when given, brings a sequential design's decisions."""
+    """Every figure; the cross-term table (cross_term.py), when given, brings a sequential design's decisions. On a beta
+    axis each beta is an arm of its own, as in the tables (beta_axis.py)."""
     out_dir = Path(out_dir)
     runs, contrasts, curve_table = pd.read_parquet(runs_path), pd.read_parquet(mean_vs_sum_path), pd.read_parquet(curves_path)
+    control_of = controls_per_beta(control_of, runs)
+    runs, curve_table = per_beta(runs), per_beta(curve_table)
     outputs = [out_dir / f"{name}.png" for name in ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "forest")]
     takeup(runs, control_of, outputs[0])
     separation = "Strategy separation on the test split (NMI: argmax codes; probe: E_q[z] / q)"

@@ -17,6 +17,10 @@ aggregate writes, as parquet + CSV (+ Markdown for the small ones):
   confounds     how much length says about strategy and task, token-count diagnostics, sample quality per length bucket
   verdict       per family, term and alpha: take-up, onset, magnitude and separation, and each control's share
   curves        one row per (run, step, metric) of the validation learning curves (parquet + CSV)
+and, where runs lie on a beta axis (beta_axis.py: each beta an arm of its own in the tables above):
+  beta_curves       per (family, term, alpha): the shift factor k of sum's take-up curve against mean's, its interval,
+                    the parallelism test and the reading (beta_curves.py)
+  beta_curve_cells  per (family, term, alpha, beta, mode): runs, how many took up, and the share the shift model expects
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from pathlib import Path
 import pandas as pd
 
 from core.disentanglement.artifacts import atomic_path
+from experiments.synthetic_sequences.analysis.beta_axis import controls_per_beta, has_axis, keyed_per_beta, per_beta
+from experiments.synthetic_sequences.analysis.beta_curves import cells_table, shift_table
 from experiments.synthetic_sequences.analysis.confounds import confound_table, length_separation
 from experiments.synthetic_sequences.analysis.contrasts import contrast_table
 from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, planned_contrasts
@@ -84,6 +90,25 @@ def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index().dropna(axis=1, how="all")
 
 
+def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_of, looks, data_summary) -> None:
+    """verdict.md from the tables (and a beta axis's curve tables, where there are), the runs and control pairs as
+    the fixed tables read them (per beta on an axis)."""
+    verdict = verdict_markdown(
+        tables["verdict"],
+        runs,
+        control_of,
+        looks,
+        tables["cross_term"],
+        planned_contrasts(tables["mean_vs_sum"]),
+        tables["length_separation"],
+        data_summary,
+        tables.get("beta_curves"),
+        tables.get("beta_curve_cells"),
+    )
+    with atomic_path(path) as tmp:
+        tmp.write_text(verdict)
+
+
 def aggregate(
     metric_paths: Sequence[str | Path],
     data_summary_path: str | Path,
@@ -107,36 +132,30 @@ def aggregate(
         check_extracted(records, binding.results)
     check_endpoints_finite(metrics)
     runs = runs_table(metrics)
-    contrasts = contrast_table(runs, control_of, primary)
+    # the fixed tables read each beta of an axis as an arm of its own (beta_axis.py); the curves read them together
+    arm_runs, arm_controls, arm_primary = per_beta(runs), controls_per_beta(control_of, runs), keyed_per_beta(primary or {}, runs)
+    contrasts = contrast_table(arm_runs, arm_controls, arm_primary)
     data_summary = read_json(data_summary_path)
     tables = {
         "runs": runs,
-        "aggregate": aggregate_table(runs),
-        "takeup": arm_table(runs, control_of),
+        "aggregate": aggregate_table(arm_runs),
+        "takeup": arm_table(arm_runs, arm_controls),
         "mean_vs_sum": contrasts,
         "confounds": confound_table(data_summary, [read_json(path) for path in reference_paths], metrics),
-        "length_separation": length_separation(metrics),
-        "verdict": verdict_table(runs, contrasts, control_of, primary),
+        "length_separation": length_separation(per_beta(metrics)),
+        "verdict": verdict_table(arm_runs, contrasts, arm_controls, arm_primary),
     }
-    tables["cross_term"] = cross_term_table(tables["verdict"], runs, contrasts, control_of, looks, hybrid_mixes(records))
+    mixes = keyed_per_beta(hybrid_mixes(records), runs)
+    tables["cross_term"] = cross_term_table(tables["verdict"], arm_runs, contrasts, arm_controls, looks, mixes)
+    if has_axis(runs):
+        tables["beta_curves"] = shift_table(runs, tokens=data_summary["train"]["y_length"]["mean"])
+        tables["beta_curve_cells"] = cells_table(runs)
     out_dir = Path(out_dir)
     with atomic_path(out_dir / "metrics.parquet") as tmp:
         metrics.to_parquet(tmp, index=False)
     for name, table in tables.items():
         write_table(table, out_dir / name, formats=("parquet", "csv") if name == "verdict" else ("parquet", "csv", "md"))
-    with atomic_path(out_dir / "verdict.md") as tmp:
-        tmp.write_text(
-            verdict_markdown(
-                tables["verdict"],
-                runs,
-                control_of,
-                looks,
-                tables["cross_term"],
-                planned_contrasts(contrasts),
-                tables["length_separation"],
-                data_summary,
-            )
-        )
+    write_verdict(out_dir / "verdict.md", tables, arm_runs, arm_controls, looks, data_summary)
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables

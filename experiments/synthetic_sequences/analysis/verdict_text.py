@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from experiments.synthetic_sequences.analysis import verdict as rule
+from experiments.synthetic_sequences.analysis.beta_curve_text import beta_curve_section
 from experiments.synthetic_sequences.analysis.confounds import length_line, length_predicts_strategy, token_line
 from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, arms, term_arms
 from experiments.synthetic_sequences.analysis.cross_term import glance_frame, multiplicity_line
@@ -175,11 +176,16 @@ def verdict_markdown(
     planned: int = 0,
     length: pd.DataFrame | None = None,
     data_summary: Mapping | None = None,
+    beta_curves: pd.DataFrame | None = None,
+    beta_cells: pd.DataFrame | None = None,
 ) -> str:
     """The verdict; given the cross-term table (cross_term.py) and the count of planned take-up contrasts, that table
     first; given a sequential design's look files, its account of the design before the sections and no seeds-needed
-    line; given confounds.length_separation and the data summary, what length says, once and per term."""
+    line; given confounds.length_separation and the data summary, what length says, once and per term; given a beta
+    axis's shift and cells tables (beta_curves.py), the curves first."""
     lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs), ""]
+    if beta_curves is not None:
+        lines += beta_curve_section(beta_curves, beta_cells)
     if data_summary is not None and not runs[runs.controls == "none"].empty:
         lines += [f"{length_predicts_strategy(data_summary)} {token_line(runs)}".rstrip(), ""]
     if cross_term is not None and not cross_term.empty:

@@ -31,7 +31,7 @@ from experiments.synthetic_sequences.training.settings import INPUT_PATHS
 # run settings that name where things are or how often progress is logged, not what the numbers are; whether the
 # decoder was warm-started stays, as run.warm_start
 NOT_COMPARED = (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every")
-RUN_FIELDS = ("family", "reference", "term", "mode", "alpha", "seed")
+RUN_FIELDS = ("family", "reference", "term", "mode", "alpha", "seed")  # run_layout.parse_run_path's, and its beta on a beta axis
 SHARED_INPUTS = ("train_records", "val_records", "test_records")  # one data draw for every reference block
 BLOCK_INPUTS = ("train_scores", "val_scores")  # each block's own, as are its reference_<mode> and init_decoder
 GRID_FOLDER = "grid"  # under the results folder: one record per grid, named by its content (grid_file)
@@ -47,7 +47,7 @@ GRID_SCHEMA = {  # grid_document's record
                 "properties": {
                     **dict.fromkeys(("family", "term", "mode"), {"type": "string"}),
                     **dict.fromkeys(("reference", "seed"), {"type": "integer"}),
-                    "alpha": {"type": "number"},
+                    **dict.fromkeys(("alpha", "beta"), {"type": "number"}),
                     "settings": {"type": "object"},
                 },
             },
@@ -123,7 +123,7 @@ def grid_document(specs: Iterable) -> dict:
     for spec in specs:
         settings = compared_settings(spec.train_config().to_dict())
         settings["run.warm_start"] = spec.warm_start  # the grid wires the checkpoint; the flag is what decides the numbers
-        runs[spec.path] = {**{name: getattr(spec, name) for name in RUN_FIELDS}, "settings": settings}
+        runs[spec.path] = {**parse_run_path(spec.path), "settings": settings}
     return {"runs": runs}
 
 
@@ -252,8 +252,8 @@ def changed_artifacts(recorded_by_input: Mapping[str, list], current: Mapping[st
 
 def run_record(run_dir: Path, run_config: Mapping, metadata: Mapping) -> dict:
     """What a metrics file carries of its run: its path, settings and input hashes. Refuses a run_config.json whose
-    reference, term, mode, alpha or seed disagree with the directory it sits in (a run copied to another reference
-    block, seed, term or alpha)."""
+    reference, term, mode, alpha, seed or (on a beta axis) beta disagree with the directory it sits in (a run copied to
+    another reference block, seed, term, alpha or beta)."""
     params = parse_run_path(str(run_dir))
     reconstruction = run_config["reconstruction"]
     recorded = {
@@ -263,6 +263,8 @@ def run_record(run_dir: Path, run_config: Mapping, metadata: Mapping) -> dict:
         "alpha": reconstruction.get("token_weight_alpha"),
         "seed": run_config.get("optim", {}).get("seed"),
     }
+    if "beta" in params:
+        recorded["beta"] = run_config.get("objective", {}).get("beta")
     expected = {**params, "seed": training_seed(params["reference"], params["seed"])}
     wrong = [f"{name} {value!r} (path: {expected[name]!r})" for name, value in recorded.items() if value != expected[name]]
     if wrong:

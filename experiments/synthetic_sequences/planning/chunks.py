@@ -1,6 +1,7 @@
 """Which seeds of an arm train together: the run grid cut into seed chunks, one training job each.
 
-An arm (family, term, mode, alpha) of one reference block trains its seeds in blocks of `seeds_per_job` consecutive seed values: block k
+An arm (family, term, mode, alpha and, on a beta axis, beta) of one reference block trains its seeds in blocks of
+`seeds_per_job` consecutive seed values: block k
 holds the arm's seeds in [k * seeds_per_job, (k + 1) * seeds_per_job) and is named by that range, e.g. seeds0-9.
 A chunk's name and members depend only on the seed values, so adding seeds adds chunks, and a block that gains
 seeds keeps its name: its job reruns, and the trainer keeps the seeds it finished before and trains only the new.
@@ -13,7 +14,7 @@ import re
 from collections.abc import Iterable
 
 from experiments.synthetic_sequences.planning.grid import RunSpec
-from experiments.synthetic_sequences.run_layout import CHUNK_TEMPLATE, GridError, format_alpha
+from experiments.synthetic_sequences.run_layout import GridError
 
 CHUNK_PATTERN = r"[0-9]+-[0-9]+"
 CHUNK_NAME = re.compile(f"^({CHUNK_PATTERN})$")
@@ -28,11 +29,8 @@ def chunk_name(seed: int, seeds_per_job: int) -> str:
 
 
 def chunk_path(spec: RunSpec, seeds_per_job: int) -> str:
-    """The chunk a run trains in, run_layout.CHUNK_TEMPLATE filled: {family}/ref{reference}/{term}_{mode}_{alpha}/seeds{first}-{last}."""
-    chunk = chunk_name(spec.seed, seeds_per_job)
-    return CHUNK_TEMPLATE.format(
-        family=spec.family, reference=spec.reference, term=spec.term, mode=spec.mode, alpha=format_alpha(spec.alpha), chunk=chunk
-    )
+    """The chunk a run trains in, run_layout.CHUNK_TEMPLATE filled: {family}/ref{reference}/{key}/seeds{first}-{last}."""
+    return spec.chunk_path(chunk_name(spec.seed, seeds_per_job))
 
 
 def chunk_grid(specs: Iterable[RunSpec], seeds_per_job: int) -> dict[str, list[RunSpec]]:

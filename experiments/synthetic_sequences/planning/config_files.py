@@ -17,7 +17,7 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 CONFIGS = Path(__file__).resolve().parents[3] / "config"
 DEFAULT_CONFIG = "config.yaml"  # snakemake reads it first; every --configfile merges over it
 # the config files the project ships, documented in config/README.md (tests hold it to the files git tracks)
-SHIPPED = (DEFAULT_CONFIG, "calibration.yaml", "cold_start.yaml", "note.yaml", "pilot.yaml", "sequential.yaml", "smoke.yaml")
+SHIPPED = (DEFAULT_CONFIG, "calibration.yaml", "cold_start.yaml", "curve.yaml", "note.yaml", "pilot.yaml", "sequential.yaml", "smoke.yaml")
 
 
 class DuplicateKeyError(ValueError):
@@ -98,6 +98,33 @@ def drop_removed_families(config: dict) -> list[str]:
     for name in removed:
         del families[name]
     return removed
+
+
+def merge_order(loaded: Iterable[str | Path], command_line: Iterable[str | Path]) -> list[Path]:
+    """The config files in the order snakemake merged them: the Snakefile's `configfile:` first, then the command
+    line's --configfile files in their order (snakemake lists the command line's first)."""
+    given = [Path(path).resolve() for path in command_line]
+    return [path for path in (Path(path).resolve() for path in loaded) if path not in given] + given
+
+
+def settle_family_betas(config: dict, paths: Iterable[str | Path]) -> None:
+    """A family's `betas` and `beta` are one setting: where the merged config holds both, the one the last config file
+    to set either gave is kept (curve.yaml's `betas` over config.yaml's `beta`); `paths` in merge order (merge_order).
+    One file that sets both for a family is refused, naming it."""
+    families = config.get("families")
+    if not isinstance(families, dict):
+        return
+    for name, spec in families.items():
+        if not (isinstance(spec, dict) and "beta" in spec and "betas" in spec):
+            continue
+        last = None
+        for path in paths:
+            family = ((yaml.safe_load(Path(path).read_text()) or {}).get("families") or {}).get(name) or {}
+            given = {key for key in ("beta", "betas") if key in family}
+            if len(given) == 2:
+                raise ValueError(f"config file {path}: families.{name} sets both beta and betas; keep one (betas: a beta axis)")
+            last = given.pop() if given else last
+        del spec["betas" if last == "beta" else "beta"]
 
 
 # settings an earlier version of the config read, and where they live now

@@ -10,7 +10,7 @@ Config shape (validated by config/schema/config.schema.yaml first):
       <family>:
         model: shared_discrete | continuous      # a family of core/disentanglement/registry.py
         seeds: [0, 1]                        # optional: this family's own seeds (a count or a list)
-        beta: 0.2
+        beta: 0.2                            # or betas: [0.02, 0.05, 0.1]: a beta axis, each beta an arm of its own
         controls: none | scale | balance     # scale: reconstruction x mean train token count; balance: beta x it
         warm_start: false                    # true: every run's decoder starts from the z-free checkpoint
         control_of: <family>                 # for a control family: the family it is compared against
@@ -19,6 +19,9 @@ Config shape (validated by config/schema/config.schema.yaml first):
         runs:
           - {term: dist, modes: [mean, sum]}
           - {term: tokcc, alpha: 1.0, beta: 0.5, modes: [mean, sum]}   # a run's own beta overrides the family's
+          - {term: raw, betas: [0.01, 0.03], modes: [mean, sum]}         # ...as do its own betas
+
+A run on a beta axis carries its beta in its key (run_layout: raw_sum_0_b0.05); one without has the key it always had.
 
 Every run of every family is trained once in every reference block, with the same seeds: its arms are compared within
 a block and pooled across blocks.
@@ -35,7 +38,7 @@ from dataclasses import dataclass, field
 
 from core.disentanglement.cli import format_pairs, parse_pairs
 from core.disentanglement.config import OPTIMISABLE_TERMS, parse_aggregation_mode
-from experiments.synthetic_sequences.run_layout import GridError, run_key, run_path
+from experiments.synthetic_sequences.run_layout import GridError, chunk_path, run_key, run_path
 from experiments.synthetic_sequences.training.settings import CONTROLS, INPUT_PATHS, SETTING_NAMES, TrainConfig
 
 # the required paths of a run (init_decoder is optional: "" starts from random weights)
@@ -85,17 +88,27 @@ class RunSpec:
     beta: float
     controls: str
     warm_start: bool = False
+    beta_axis: bool = False  # trained on a beta axis (`betas:`): its key carries its beta
     settings: Mapping = field(default_factory=dict, hash=False, compare=False)
     hybrid: Mapping = field(default_factory=dict, hash=False, compare=False)
 
     @property
+    def key_beta(self) -> float | None:
+        """The beta its key carries: its own on a beta axis, else None."""
+        return self.beta if self.beta_axis else None
+
+    @property
     def key(self) -> str:
-        return run_key(self.term, self.mode, self.alpha)
+        return run_key(self.term, self.mode, self.alpha, self.key_beta)
 
     @property
     def path(self) -> str:
         """The run's path under the runs folder (run_layout.RUN_TEMPLATE)."""
-        return run_path(self.family, self.reference, self.term, self.mode, self.alpha, self.seed)
+        return run_path(self.family, self.reference, self.term, self.mode, self.alpha, self.seed, self.key_beta)
+
+    def chunk_path(self, chunk: str) -> str:
+        """The path of its chunk `chunk` (a seed range) under the runs folder (run_layout.CHUNK_TEMPLATE)."""
+        return chunk_path(self.family, self.reference, self.term, self.mode, self.alpha, chunk, self.key_beta)
 
     def family_arguments(self) -> dict:
         """Trainer settings that come from the family (the run key supplies term, mode, alpha and seed)."""
@@ -181,9 +194,13 @@ def check_family(families: Mapping[str, Mapping], family: str) -> None:
         raise GridError(f"{where}.settings: {unknown} are not trainer settings; allowed: {', '.join(SETTABLE_FIELDS)}")
 
 
-def run_beta(spec: Mapping, run: Mapping) -> float:
-    """A run entry's beta: its own where it sets one (each term at its own operating point), else its family's."""
-    return float(run.get("beta", spec.get("beta", 1.0)))
+def run_betas(spec: Mapping, run: Mapping) -> tuple[list[float], bool]:
+    """A run entry's betas and whether they are a beta axis: its own `beta` or `betas` where it sets one (each term at
+    its own operating point), else its family's; one beta (1 where none is set) is no axis."""
+    source = run if "beta" in run or "betas" in run else spec
+    if "betas" in source:
+        return [float(beta) for beta in source["betas"]], True
+    return [float(source.get("beta", 1.0))], False
 
 
 def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Sequence[int]) -> Iterator[tuple[str, RunSpec]]:
@@ -203,7 +220,8 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Se
                 raise GridError(str(err)) from err
             if controls in CONTROL_MODE and mode != CONTROL_MODE[controls]:
                 raise GridError(f"{where}.modes: a {controls!r} control family runs mode {CONTROL_MODE[controls]!r} only, got {mode!r}")
-            for reference, seed in itertools.product(references, seeds):
+            betas, beta_axis = run_betas(spec, run)
+            for beta, reference, seed in itertools.product(betas, references, seeds):
                 run_spec = RunSpec(
                     family=family,
                     reference=reference,
@@ -212,9 +230,10 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Se
                     mode=mode,
                     alpha=float(run.get("alpha", 0.0)),
                     seed=int(seed),
-                    beta=run_beta(spec, run),
+                    beta=beta,
                     controls=controls,
                     warm_start=bool(spec.get("warm_start", False)),
+                    beta_axis=beta_axis,
                     settings=dict(spec.get("settings", {})),
                     hybrid=dict(spec.get("hybrid", {})),
                 )

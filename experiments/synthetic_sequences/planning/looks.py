@@ -28,6 +28,17 @@ def arm_of(spec: RunSpec, control_of: Mapping[str, str]) -> tuple[Group, str]:
 def check_design_grid(design: Design, references: list[int], seeds: list[int], families: Mapping, seeds_per_job: int) -> None:
     """The grid a design trains into: the top-level blocks and seeds are the last look's (the most an arm trains), no
     family sets its own seeds, and every look ends on a whole training job (seeds_per_job)."""
+    on_axis = [
+        f"families.{name}" + ("" if "betas" in spec else f".runs[{i}]")
+        for name, spec in families.items()
+        for i, run in enumerate(spec.get("runs") or [])
+        if "betas" in spec or "betas" in run
+    ]
+    if on_axis:
+        raise DesignError(
+            f"{on_axis[0]}.betas: a sequential design over a beta axis is refused (its looks would stop the betas of one "
+            "curve at different runs, and no rule here holds a curve's error rate across looks); use the fixed design"
+        )
     last = design.looks[-1]
     if (len(references), len(seeds)) != (last.references, last.seeds):
         raise DesignError(

@@ -20,24 +20,27 @@ from core.disentanglement.cli import parse_pairs
 from experiments.synthetic_sequences.planning.chunks import chunk_seed_range
 from experiments.synthetic_sequences.run_layout import RUN_TEMPLATE, GridError, parse_run_path
 
-CHUNK_WILDCARDS = ("family", "reference", "term", "mode", "alpha", "chunk")  # in the order of CHUNK_TEMPLATE
+CHUNK_WILDCARDS = ("family", "reference", "term", "mode", "alpha", "at_beta", "chunk")  # in the order of CHUNK_TEMPLATE
 TARGET_JOB = re.compile(r"train_run:([^\s'\"]*)")
+# the values joined by '_': none holds one but at_beta, which is '' off a beta axis and '_b<beta>' on one (a job
+# submitted before beta axes has no at_beta value)
+COMMENT_VALUES = re.compile(r"^([^_]+)_([^_]+)_([^_]+)_([^_]+)_([^_]+)(?:_((?:_b[^_]+)?))?_([^_]+)$")
 
 
 def parse_job_comment(comment: str, grid: Iterable[str] | None = None) -> list[dict]:
     """The runs of a train_run job from what snakemake-executor-plugin-slurm records for it.
 
     The plugin sets each job's comment to rule_<rule>_wildcards_<values joined by '_'> and logs to
-    .snakemake/slurm_logs/rule_<rule>/<the same values>/<jobid>.log. No wildcard value of a chunk
-    holds an underscore, so the six values split back apart.
+    .snakemake/slurm_logs/rule_<rule>/<the same values>/<jobid>.log. No wildcard value of a chunk but at_beta holds
+    an underscore, and at_beta is '' or '_b<beta>' (COMMENT_VALUES), so the seven values split back apart.
     """
     prefix = "rule_train_run_wildcards_"
     if not comment.startswith(prefix):
         raise GridError(f"job comment {comment!r} is not a train_run job's ({prefix}...)")
-    values = comment[len(prefix) :].split("_")
-    if len(values) != len(CHUNK_WILDCARDS):
-        raise GridError(f"job comment {comment!r} does not hold family_reference_term_mode_alpha_chunk")
-    return chunk_runs(dict(zip(CHUNK_WILDCARDS, values, strict=True)), grid)
+    values = COMMENT_VALUES.match(comment[len(prefix) :])
+    if values is None:
+        raise GridError(f"job comment {comment!r} does not hold family_reference_term_mode_alpha_[_b<beta>]_chunk")
+    return chunk_runs(dict(zip(CHUNK_WILDCARDS, values.groups(""), strict=True)), grid)
 
 
 def chunk_runs(values: dict[str, str], grid: Iterable[str] | None = None) -> list[dict]:
@@ -53,10 +56,10 @@ def chunk_runs(values: dict[str, str], grid: Iterable[str] | None = None) -> lis
 def runs_of_slurm_job(comment: str, command: str = "", grid: Iterable[str] | None = None) -> list[dict]:
     """Every run a Slurm training job trains, with its parameters, from what Slurm shows of the job.
 
-    A job of one chunk: its comment, rule_train_run_wildcards_<family_reference_term_mode_alpha_chunk> (parse_job_comment).
+    A job of one chunk: its comment, rule_train_run_wildcards_<family_reference_term_mode_alpha_at-beta_chunk> (parse_job_comment).
     A group job (comment rule_<group>_train_run; the profile packs chunks so) holds several chunks, named in the
     command it was submitted with as snakemake's `--target-jobs 'train_run:family=...,reference=...,term=...,mode=...,
-    alpha=...,chunk=...'`: pass that command, from `sacct -j <id> -P -n -o SubmitLine` or, on a cluster
+    alpha=...,at_beta=...,chunk=...'`: pass that command, from `sacct -j <id> -P -n -o SubmitLine` or, on a cluster
     without accounting, `scontrol write batch_script <id> -`. Pass the grid's run paths (`grid`, e.g. the keys of
     results/grid.json's runs) to leave out the seed values of a chunk's range that the grid does not train.
     """
@@ -70,11 +73,13 @@ def runs_of_slurm_job(comment: str, command: str = "", grid: Iterable[str] | Non
 
 
 def parse_target_job(wildcards: str, grid: Iterable[str] | None = None) -> list[dict]:
-    """'family=f,reference=r,term=t,mode=m,alpha=a,chunk=c' (one --target-jobs entry of train_run) -> its runs' parameters."""
+    """'family=f,reference=r,term=t,mode=m,alpha=a,at_beta=,chunk=c' (one --target-jobs entry of train_run) -> its runs'
+    parameters; at_beta alone may be empty (off a beta axis)."""
     try:
-        values = parse_pairs(wildcards, str, what="wildcard=value")
+        values = parse_pairs(wildcards.replace("at_beta=,", "").removesuffix(",at_beta="), str, what="wildcard=value")
     except ArgumentTypeError as err:
         raise GridError(f"target job train_run:{wildcards}: {err}") from err
+    values.setdefault("at_beta", "")
     if sorted(values) != sorted(CHUNK_WILDCARDS):
         raise GridError(f"target job train_run:{wildcards} does not name exactly {', '.join(CHUNK_WILDCARDS)}")
     return chunk_runs(values, grid)
