@@ -14,6 +14,7 @@ from experiments.synthetic_sequences.analysis.beta_curves import (
     Curves,
     additive,
     against_prediction,
+    cells_table,
     read_shift,
     reading,
     runs_to_resolve,
@@ -221,3 +222,34 @@ def test_sum_at_its_ceiling_at_every_beta_leaves_k_open_below_and_bounded_above(
     assert row["ci_low"] == 0.0 and 0.05 < row["ci_high"] < 0.5 and row["reading"] == "a shift"
     assert row["against_prediction"] == "cannot be resolved"  # the open interval holds 0.01, and says nothing of it
     assert shift_fit(runs, predicted=1.0)["against_prediction"] == "a larger shift than the scale predicts"
+
+
+def test_each_cells_expected_share_comes_from_the_shift_models_fit_and_sums_to_each_modes_count():
+    """A binomial GLM with canonical link meets its score equations: over the runs of each mode, and of each block,
+    the fitted probabilities sum to the events observed. So the cells' expected take-ups, summed over a mode's betas,
+    give back that mode's count, whatever the shape of the curves."""
+    rng = np.random.default_rng(3)
+    runs = pilot(rng, math.log(2.0), blocks=4, seeds=2, betas=BETAS).assign(family="f", term="raw", alpha=0.0)
+    control = runs.head(4).assign(family="f-scale", controls="scale")
+    cells = cells_table(pd.concat([runs, control]))
+    assert set(cells.family) == {"f"} and len(cells) == 2 * len(BETAS) and set(cells.runs) == {8}
+    observed = runs.groupby(["beta", "mode"])[PRIMARY].sum()
+    assert cells.set_index(["beta", "mode"]).took_up.to_dict() == observed.astype(int).to_dict()
+    expected = (cells.fitted * cells.runs).groupby(cells["mode"]).sum()
+    assert expected.to_dict() == pytest.approx(runs.groupby("mode")[PRIMARY].sum().to_dict(), abs=1e-6)
+    assert cells_table(runs[runs.beta == BETAS[0]]).empty and list(cells_table(runs.iloc[:0]).columns) == list(cells.columns)
+
+
+def test_the_plot_reads_a_given_shift_table_and_titles_a_curve_without_k(tmp_path):
+    from experiments.synthetic_sequences.analysis import beta_curve_plot
+
+    flat = cell_runs({(beta, mode): 0.0 for beta in BETAS for mode in ("mean", "sum")}, 4).assign(family="f", term="dist", alpha=0.0)
+    flat.to_parquet(tmp_path / "runs.parquet")
+    table = shift_table(flat)
+    assert math.isnan(table.k.iat[0]) and table.reading.iat[0] == "cannot be resolved"
+    assert beta_curve_plot.title(table.iloc[0].to_dict()) == "f dist a=0\nno k: cannot be resolved"
+    table.to_parquet(tmp_path / "beta_curves.parquet")
+    beta_curve_plot.main(
+        [str(tmp_path / "runs.parquet"), "--table", str(tmp_path / "beta_curves.parquet"), "--plot", str(tmp_path / "b.png")]
+    )
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
