@@ -14,7 +14,7 @@ from snakemake_interface_executor_plugins.utils import TargetSpec, encode_target
 
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
 from experiments.synthetic_sequences.planning.slurm_jobs import CHUNK_WILDCARDS, parse_job_comment, runs_of_slurm_job
-from experiments.synthetic_sequences.run_layout import GridError, parse_run_path
+from experiments.synthetic_sequences.run_layout import GridError, parse_run_path, run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -168,3 +168,17 @@ def test_a_group_command_without_whole_train_run_targets_is_refused(command):
 def test_foreign_comments_are_refused(comment):
     with pytest.raises(GridError):
         parse_job_comment(comment)
+
+
+def test_a_group_commands_chunks_on_and_off_a_beta_axis_are_recovered():
+    """snakemake writes an empty wildcard as `at_beta=` in --target-jobs: a chunk off an axis; `at_beta=_b0.05` on one."""
+    command = (
+        "python -m snakemake --target-jobs 'train_run:family=f,reference=0,term=raw,mode=sum,alpha=0,at_beta=_b0.05,chunk=0-1' "
+        "'train_run:family=f,reference=0,term=raw,mode=mean,alpha=0,at_beta=,chunk=2-2' --allowed-rules train_run"
+    )
+    assert [run_path(**run) for run in runs_of_slurm_job("rule_train_train_run", command)] == [
+        "f/ref0/raw_sum_0_b0.05/seed0",
+        "f/ref0/raw_sum_0_b0.05/seed1",
+        "f/ref0/raw_mean_0/seed2",
+    ]
+    assert [run["beta"] for run in parse_job_comment("rule_train_run_wildcards_f_0_raw_sum_0__b0.05_0-0")] == [0.05]
