@@ -1,0 +1,147 @@
+"""The default discrete training step: where its time goes, and what an optimiser candidate saves (issue: the step
+near its own limit).
+
+    python -m bench.step [--rounds 20] [--steps 4] [--threads 1] [--profile-steps 20]
+
+Profile: torch.profiler over --profile-steps steps of the trainer's own step (train_step.train_step) on the default
+pilot's discrete model and batches, after a warm-up; each op's self CPU time, summed into matrix products, attention,
+GELU, the optimiser and everything else, as shares of the total (shares, not milliseconds, survive a busy machine).
+
+A/B: each candidate trains its own copy of the same initial model on the same batches; every round times a block of
+--steps steps of each in a shuffled order, and a candidate's figure is the median over rounds of its block time over
+the baseline's in the same round. A second baseline copy (the control) shows the resolution. After the rounds, each
+candidate's weights are compared with the baseline's: "bit for bit" or the largest absolute difference.
+Candidates: AdamW's multi-tensor (`foreach=True`) and fused CPU kernel (`fused=True`) against its default, which on
+CPU updates one tensor at a time; the batch decoded in 2 length groups or 1 (fewer, larger matrix products over more
+padding) against the default's 4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
+from core.disentanglement.batching import step_generator
+from experiments.synthetic_sequences.training.cvae_run import resolve_objective
+from experiments.synthetic_sequences.training.inputs import load_inputs
+from experiments.synthetic_sequences.training.model_setup import initial_model, parameter_groups
+from experiments.synthetic_sequences.training.train_step import train_step
+
+# name -> (AdamW options, trainer settings changed)
+CANDIDATES = {
+    "baseline": ({}, {}),
+    "control (baseline again)": ({}, {}),
+    "AdamW foreach": ({"foreach": True}, {}),
+    "AdamW fused": ({"fused": True}, {}),
+    "2 length groups": ({}, {"length_groups": 2}),
+    "1 length group": ({}, {"length_groups": 1}),
+}
+# op name fragments -> the profile's categories, first match wins
+CATEGORIES = (
+    ("matrix products", ("mm", "addmm", "bmm", "matmul", "linear")),
+    ("attention", ("attention", "sdpa", "flash")),
+    ("GELU", ("gelu",)),
+    ("optimiser", ("adam", "_foreach", "lerp", "addcdiv", "addcmul", "sqrt")),
+)
+
+
+class Candidate:
+    """A model, its optimiser (AdamW with `options`) and its step, started from the shared initial weights."""
+
+    def __init__(self, config, inputs, options: dict, settings: dict):
+        config = config.with_settings(**settings) if settings else config
+        self.config = config
+        self.model = initial_model(config, inputs)
+        groups = parameter_groups(self.model.named_parameters(), config)
+        self.optimizer = torch.optim.AdamW(groups, lr=config.optim.lr, weight_decay=config.optim.weight_decay, **options)
+        self.spec = resolve_objective(config, inputs)
+        self.step = 0
+
+    def block(self, batches) -> float:
+        started = time.perf_counter()
+        for batch, base in batches:
+            generator = step_generator(self.config.optim.seed, self.step, "cpu")
+            train_step(self.model, self.optimizer, batch, base, generator=generator, grad_clip=self.config.optim.grad_clip, spec=self.spec)
+            self.step += 1
+        return time.perf_counter() - started
+
+
+def category(name: str) -> str:
+    lowered = name.lower()
+    return next((label for label, fragments in CATEGORIES if any(fragment in lowered for fragment in fragments)), "other")
+
+
+def profile_shares(candidate: Candidate, batches) -> dict[str, float]:
+    """Self CPU time per category, as a share of the total, over the batches."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        candidate.block(batches)
+    totals: dict[str, float] = defaultdict(float)
+    for event in prof.key_averages():
+        totals[category(event.key)] += event.self_cpu_time_total
+    whole = sum(totals.values())
+    return {label: value / whole for label, value in sorted(totals.items(), key=lambda item: -item[1])}
+
+
+def weight_difference(a: torch.nn.Module, b: torch.nn.Module) -> str:
+    with torch.no_grad():
+        largest = max(float((x - y).abs().max()) for x, y in zip(a.parameters(), b.parameters(), strict=True))
+    return "bit for bit" if largest == 0 else f"max |difference| {largest:.2e}"
+
+
+def measure(rounds: int = 20, steps: int = 4, threads: int = 1, profile_steps: int = 20) -> BenchResult:
+    torch.set_num_threads(threads)
+    command = f"python -m bench.step --rounds {rounds} --steps {steps} --threads {threads} --profile-steps {profile_steps}"
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = prepare_run_inputs(Path(tmp))
+        config = pilot_train_config(paths, Path(tmp) / "run")
+        inputs = load_inputs(config)
+        candidates = {name: Candidate(config, inputs, *candidate) for name, candidate in CANDIDATES.items()}
+        batches = scheduled_batches(config, inputs, max(steps, profile_steps))
+    block = batches[:steps]
+    progress(f"profile of {profile_steps} steps")
+    profiled = Candidate(config, inputs, {}, {})
+    profiled.block(batches[:steps])  # warm-up
+    shares = profile_shares(profiled, batches[:profile_steps])
+    for candidate in candidates.values():  # warm-up: allocator, kernels, optimiser state
+        candidate.block(block)
+    rng = np.random.default_rng(0)
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for r in range(rounds):
+        for name in rng.permutation(list(candidates)):
+            times[name].append(candidates[name].block(block))
+        if (r + 1) % 5 == 0:
+            progress(f"round {r + 1}/{rounds}")
+    baseline = np.array(times["baseline"])
+    figures = [Figure("step", "default discrete step (batch 32)", float(np.median(baseline)) / steps * 1e3, "ms")]
+    figures += [Figure("step profile", f"share of self CPU time: {label}", share * 100, "%") for label, share in shares.items()]
+    for name in list(CANDIDATES)[1:]:
+        ratios = np.array(times[name]) / baseline
+        low, high = np.quantile(ratios, [0.25, 0.75])
+        same = weight_difference(candidates[name].model, candidates["baseline"].model)
+        note = f"quartiles {low:.3f}-{high:.3f} over {rounds} rounds; weights after {candidates[name].step} steps: {same}"
+        figures.append(Figure("step A/B", f"step {name} / step baseline", float(np.median(ratios)), "x", note=note))
+    return BenchResult(command, figures, seconds=time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=4, help="training steps per timed block")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--profile-steps", type=int, default=20)
+    args = parser.parse_args()
+    print_result(measure(args.rounds, args.steps, args.threads, args.profile_steps))
+
+
+if __name__ == "__main__":
+    main()
