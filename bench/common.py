@@ -11,9 +11,11 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,6 +74,29 @@ def print_result(result: BenchResult) -> None:
 
 def progress(message: str) -> None:
     print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def interleaved_times(blocks: Mapping[str, Callable[[], float]], rounds: int) -> dict[str, np.ndarray]:
+    """Seconds of each timed block per round: one warm-up call each (allocator, kernels, optimiser state), then every
+    round calls each once in a shuffled order, so drift on a shared machine falls on all alike."""
+    for block in blocks.values():
+        block()
+    rng = np.random.default_rng(0)
+    times: dict[str, list[float]] = {name: [] for name in blocks}
+    for r in range(rounds):
+        for name in rng.permutation(list(blocks)):
+            times[name].append(blocks[name]())
+        if (r + 1) % 5 == 0:
+            progress(f"round {r + 1}/{rounds}")
+    return {name: np.array(values) for name, values in times.items()}
+
+
+def ratio_figure(benchmark: str, name: str, times: np.ndarray, baseline: np.ndarray, target: str = "", note: str = "") -> Figure:
+    """The median over rounds of a block's time over the baseline's in the same round, with the quartiles."""
+    ratios = times / baseline
+    low, high = np.quantile(ratios, [0.25, 0.75])
+    quartiles = f"quartiles {low:.3f}-{high:.3f} over {len(ratios)} rounds"
+    return Figure(benchmark, name, float(np.median(ratios)), "x", target, note=f"{quartiles}; {note}" if note else quartiles)
 
 
 def machine() -> dict:

@@ -17,12 +17,22 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
+from bench.common import (
+    BenchResult,
+    Figure,
+    interleaved_times,
+    pilot_train_config,
+    prepare_run_inputs,
+    print_result,
+    ratio_figure,
+    scheduled_batches,
+)
 from core.disentanglement.batching import step_generator
 from experiments.synthetic_sequences.training.cvae_run import resolve_objective
 from experiments.synthetic_sequences.training.inputs import load_inputs
@@ -86,32 +96,13 @@ def measure(rounds: int = 20, steps: int = 4, threads: int = 2) -> BenchResult:
             variants[name] = Variant(config, inputs[mode])
         batches = scheduled_batches(base_configs["mean"], inputs["mean"], steps)
 
-    for variant in variants.values():  # warm-up: allocator, kernels, optimiser state
-        variant.block(batches)
-    rng = np.random.default_rng(0)
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for r in range(rounds):
-        for name in rng.permutation(list(variants)):
-            times[name].append(variants[name].block(batches))
-        if (r + 1) % 5 == 0:
-            progress(f"round {r + 1}/{rounds}")
-
-    baseline = np.array(times["raw mean"])
+    times = interleaved_times({name: partial(variant.block, batches) for name, variant in variants.items()}, rounds)
+    baseline = times["raw mean"]
     step_ms = float(np.median(baseline)) / steps * 1e3
-    figures = []
-    for name in (CONTROL, *(f"{term} {mode}" for term, mode, _ in TERMS)):
-        ratios = np.array(times[name]) / baseline
-        low, high = np.quantile(ratios, [0.25, 0.75])
-        figures.append(
-            Figure(
-                "loss overhead",
-                f"step {name} / step raw mean",
-                float(np.median(ratios)),
-                "x",
-                TARGET,
-                note=f"quartiles {low:.3f}-{high:.3f} over {rounds} rounds",
-            )
-        )
+    figures = [
+        ratio_figure("loss overhead", f"step {name} / step raw mean", times[name], baseline, TARGET)
+        for name in (CONTROL, *(f"{term} {mode}" for term, mode, _ in TERMS))
+    ]
     figures.append(Figure("loss overhead", "raw-mean training step (pilot model, batch 32)", step_ms, "ms"))
     return BenchResult(command, figures, seconds=time.perf_counter() - started)
 

@@ -22,12 +22,23 @@ import argparse
 import tempfile
 import time
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from bench.common import BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress, scheduled_batches
+from bench.common import (
+    BenchResult,
+    Figure,
+    interleaved_times,
+    pilot_train_config,
+    prepare_run_inputs,
+    print_result,
+    progress,
+    ratio_figure,
+    scheduled_batches,
+)
 from core.disentanglement.batching import step_generator
 from experiments.synthetic_sequences.training.cvae_run import resolve_objective
 from experiments.synthetic_sequences.training.inputs import load_inputs
@@ -112,24 +123,14 @@ def measure(rounds: int = 20, steps: int = 4, threads: int = 1, profile_steps: i
     profiled = Candidate(config, inputs, {}, {})
     profiled.block(batches[:steps])  # warm-up
     shares = profile_shares(profiled, batches[:profile_steps])
-    for candidate in candidates.values():  # warm-up: allocator, kernels, optimiser state
-        candidate.block(block)
-    rng = np.random.default_rng(0)
-    times: dict[str, list[float]] = {name: [] for name in candidates}
-    for r in range(rounds):
-        for name in rng.permutation(list(candidates)):
-            times[name].append(candidates[name].block(block))
-        if (r + 1) % 5 == 0:
-            progress(f"round {r + 1}/{rounds}")
-    baseline = np.array(times["baseline"])
+    times = interleaved_times({name: partial(candidate.block, block) for name, candidate in candidates.items()}, rounds)
+    baseline = times["baseline"]
     figures = [Figure("step", "default discrete step (batch 32)", float(np.median(baseline)) / steps * 1e3, "ms")]
     figures += [Figure("step profile", f"share of self CPU time: {label}", share * 100, "%") for label, share in shares.items()]
     for name in list(CANDIDATES)[1:]:
-        ratios = np.array(times[name]) / baseline
-        low, high = np.quantile(ratios, [0.25, 0.75])
         same = weight_difference(candidates[name].model, candidates["baseline"].model)
-        note = f"quartiles {low:.3f}-{high:.3f} over {rounds} rounds; weights after {candidates[name].step} steps: {same}"
-        figures.append(Figure("step A/B", f"step {name} / step baseline", float(np.median(ratios)), "x", note=note))
+        note = f"weights after {candidates[name].step} steps: {same}"
+        figures.append(ratio_figure("step A/B", f"step {name} / step baseline", times[name], baseline, note=note))
     return BenchResult(command, figures, seconds=time.perf_counter() - started)
 
 
