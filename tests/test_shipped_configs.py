@@ -121,28 +121,30 @@ class TestCalibration:
 
 class TestCurve:
     def test_the_curve_config_runs_end_to_end_at_tiny_settings(self, tmp_path):
-        """config/curve.yaml's discrete raw curve as shipped (7 betas, mean and sum) with its scale and balance controls
-        on the axis, on 1 of its blocks x 2 seeds: every beta an arm and a job of its own, the curve table, its verdict
-        section and beta_curves.png. Its other terms and family train the same way (the dry run of
-        test_slurm_recovery.py covers every chunk of the full grid); at 16 chunks this is the most a tiny run affords."""
+        """config/curve.yaml's discrete raw curve, mean and sum, at 3 of its 7 betas (its ends and the controls' beta)
+        with its scale and balance controls on the axis, on 1 of its blocks x 2 seeds: every beta an arm and a job of
+        its own, the curve table, its verdict section and beta_curves.png. Every chunk of the full grid is read back by
+        test_slurm_recovery.py's dry run; at 8 jobs this is what a tiny run affords."""
         curve = yaml.safe_load((ROOT / "config" / "curve.yaml").read_text())
         families = curve["families"]
         raw = next(run for run in families["discrete"]["runs"] if run["term"] == "raw")
-        families["discrete"]["runs"] = [raw]
+        control_beta = families["discrete-scale"]["runs"][0]["betas"][0]
+        betas = [raw["betas"][0], control_beta, raw["betas"][-1]]
+        families["discrete"]["runs"] = [{**raw, "betas": betas}]
         for name in [name for name in families if name.startswith("continuous")]:
             del families[name]
         (tmp_path / "curve.yaml").write_text(yaml.safe_dump(curve))
         results, runs = run_tiny(str(tmp_path / "curve.yaml"), tmp_path, references=[21])
         main = runs[runs.controls == "none"]
-        assert sorted(main.key_beta.unique(), key=float) == [str(beta) for beta in raw["betas"]]
-        assert len(main) == 7 * 2 * 2 and set(runs[runs.controls != "none"].key_beta) == {"0.09"}
+        assert sorted(main.key_beta.unique(), key=float) == [f"{beta:g}" for beta in betas]
+        assert len(main) == 3 * 2 * 2 and set(runs[runs.controls != "none"].key_beta) == {f"{control_beta:g}"}
         table = pd.read_parquet(results / "tables" / "beta_curves.parquet")
-        assert table[["family", "term", "betas"]].to_dict("records") == [{"family": "discrete", "term": "raw", "betas": 7}]
+        assert table[["family", "term", "betas"]].to_dict("records") == [{"family": "discrete", "term": "raw", "betas": 3}]
         row = table.iloc[0]
         varies = main.groupby("mode").took_up.nunique().max() > 1  # a slope to read: take-up differs across betas
         assert (row.k > 0) if varies else (row.reading == "cannot be resolved")
         verdict = (results / "tables" / "verdict.md").read_text()
-        assert verdict.index("## Take-up over beta") < verdict.index("## discrete b=0.09 raw alpha=0")
+        assert verdict.index("## Take-up over beta") < verdict.index(f"## discrete b={control_beta:g} raw alpha=0")
         assert (results / "plots" / "beta_curves.png").stat().st_size > 0
         takeup = pd.read_parquet(results / "tables" / "takeup.parquet")
-        assert {"discrete b=0.013", "discrete b=0.63"} <= set(takeup.family)
+        assert {f"discrete b={beta:g}" for beta in betas} <= set(takeup.family)
