@@ -118,6 +118,11 @@ def test_a_sequential_design_over_a_beta_axis_is_refused():
     families = {"f": family(runs=[{"term": "raw", "betas": [0.1, 0.2], "modes": ["mean", "sum"]}])}
     with pytest.raises(DesignError, match=r"families.f.runs\[0\].betas: a sequential design over a beta axis is refused"):
         check_design_grid(design, [0], [0, 1], families, 1)
+    on_family = {"f": family(betas=[0.1, 0.2], runs=[{"term": "raw", "modes": ["mean", "sum"]}])}
+    with pytest.raises(DesignError, match=r"^families.f.betas: a sequential design over a beta axis is refused"):
+        check_design_grid(design, [0], [0, 1], on_family, 1)
+    # a run entry's own beta takes it off its family's axis (grid.run_betas): no run trains on one
+    check_design_grid(design, [0], [0, 1], {"f": family(betas=[0.1, 0.2], runs=[{"term": "raw", "beta": 0.1, "modes": ["mean"]}])}, 1)
 
 
 def write(path: Path, document) -> Path:

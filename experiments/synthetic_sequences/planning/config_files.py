@@ -114,17 +114,17 @@ def settle_family_betas(config: dict, paths: Iterable[str | Path]) -> None:
     families = config.get("families")
     if not isinstance(families, dict):
         return
-    for name, spec in families.items():
-        if not (isinstance(spec, dict) and "beta" in spec and "betas" in spec):
-            continue
+    both = [name for name, spec in families.items() if isinstance(spec, dict) and "beta" in spec and "betas" in spec]
+    documents = [(path, yaml.safe_load(Path(path).read_text()) or {}) for path in paths] if both else []
+    for name in both:
         last = None
-        for path in paths:
-            family = ((yaml.safe_load(Path(path).read_text()) or {}).get("families") or {}).get(name) or {}
+        for path, document in documents:
+            family = (document.get("families") or {}).get(name) or {}
             given = {key for key in ("beta", "betas") if key in family}
             if len(given) == 2:
                 raise ValueError(f"config file {path}: families.{name} sets both beta and betas; keep one (betas: a beta axis)")
             last = given.pop() if given else last
-        del spec["betas" if last == "beta" else "beta"]
+        del families[name]["betas" if last == "beta" else "beta"]
 
 
 # settings an earlier version of the config read, and where they live now

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from experiments.synthetic_sequences.planning.design import Design, DesignError, Look
-from experiments.synthetic_sequences.planning.grid import RunSpec
+from experiments.synthetic_sequences.planning.grid import RunSpec, run_betas
 
 Group = tuple[str, str, float]  # (main family, term, alpha)
 
@@ -29,10 +29,10 @@ def check_design_grid(design: Design, references: list[int], seeds: list[int], f
     """The grid a design trains into: the top-level blocks and seeds are the last look's (the most an arm trains), no
     family sets its own seeds, and every look ends on a whole training job (seeds_per_job)."""
     on_axis = [
-        f"families.{name}" + ("" if "betas" in spec else f".runs[{i}]")
+        f"families.{name}" + (f".runs[{i}]" if "betas" in run else "")
         for name, spec in families.items()
         for i, run in enumerate(spec.get("runs") or [])
-        if "betas" in spec or "betas" in run
+        if run_betas(spec, run)[1]
     ]
     if on_axis:
         raise DesignError(
