@@ -30,6 +30,11 @@ from experiments.synthetic_sequences.planning.bindings import (
     write_grid,
 )
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
+from experiments.synthetic_sequences.planning.data_draws import (
+    block_data_seed,
+    data_artifact,
+    format_data_summaries,
+)
 from experiments.synthetic_sequences.planning.design import parse_design
 from experiments.synthetic_sequences.planning.endpoints import check_design_endpoints, declared_primary, format_primary
 from experiments.synthetic_sequences.planning.design_record import check_design_fixed
@@ -41,6 +46,7 @@ from experiments.synthetic_sequences.run_layout import (
     LOOK_TEMPLATE,
     METRICS_TEMPLATE,
     REFERENCE_ARTIFACTS,
+    REFERENCE_TEMPLATE,
     RUN_TEMPLATE,
     RUNS_FOLDER,
     metrics_path,
@@ -94,6 +100,11 @@ def check_config():
         raise ValueError(
             f"reference.checkpoint is read only with source: entangled (source is {reference['source']!r}); "
             "remove it or set source: entangled"
+        )
+    if reference["source"] == "entangled" and per_block_data():
+        raise ValueError(
+            "data.per_block: true draws each block its own records, but source: entangled has one checkpoint, trained on "
+            "one draw; set data.per_block: false or source: zfree"
         )
     if reference["source"] == "entangled" and len(references()) != 1:
         raise ValueError(
@@ -150,6 +161,32 @@ def cli_flags(section):
 def output_folder(wildcards, output):
     """The folder of a rule's first output (a run directory, results/data, results/tables, ...)."""
     return os.path.dirname(output[0])
+
+
+def per_block_data():
+    """Whether each reference block draws its own records (data.per_block; planning/data_draws.py)."""
+    return config["data"].get("per_block", False)
+
+
+def data_file(name, reference="{reference}", **fields):
+    """Block `reference`'s records or summary: the shared draw's, or, with a draw per block, the block's own (a rule's
+    path keeps {reference} a wildcard)."""
+    return results(data_artifact(name, per_block_data(), reference, **fields))
+
+
+def data_flags(wildcards):
+    """The generator's settings; with a draw per block, the block's own data seed (data_draws.block_data_seed)."""
+    data = {name: value for name, value in config["data"].items() if name != "per_block"}
+    if per_block_data():
+        data["seed"] = block_data_seed(data["seed"], int(wildcards.reference))
+    return cli_arguments(data)
+
+
+def draw_log(folder, extension):
+    """A data job's log or benchmark file: one per block where each block draws its own records."""
+    if per_block_data():
+        return results(f"{folder}/synthetic_sequences/{REFERENCE_TEMPLATE}.{extension}")
+    return results(f"{folder}/synthetic_sequences.{extension}")
 
 
 def references():
@@ -256,8 +293,12 @@ def run_metrics(wildcards):
 def current_inputs():
     """{name: path} of the inputs every run the tables read must have been trained on, each block's its own
     (bindings.block_input): aggregate_tables holds each run's recorded sha256 to those of its block (bindings.check_inputs)."""
-    inputs = {f"{split}_records": results(f"data/{split}.parquet") for split in SPLITS}
-    for reference in references_used(tables_grid()):
+    blocks = references_used(tables_grid())
+    if per_block_data():
+        inputs = {block_input(block, f"{split}_records"): data_file("records", block, split=split) for block in blocks for split in SPLITS}
+    else:
+        inputs = {f"{split}_records": data_file("records", split=split) for split in SPLITS}
+    for reference in blocks:
         inputs |= {
             block_input(reference, f"{split}_scores"): results(reference_artifact("scores", reference, split=split))
             for split in SCORED_SPLITS
@@ -269,6 +310,22 @@ def current_inputs():
         if any(spec.warm_start for spec in GRID.values()):
             inputs[block_input(reference, "init_decoder")] = zfree_checkpoint(reference)
     return inputs
+
+
+def data_summaries():
+    """{block: summary} of the blocks the tables read, or the one shared draw's summary."""
+    if not per_block_data():
+        return data_file("summary")
+    return {block: data_file("summary", block) for block in references_used(tables_grid())}
+
+
+def data_summary_files(wildcards):
+    summaries = data_summaries()
+    return [summaries] if isinstance(summaries, str) else list(summaries.values())
+
+
+def data_summary_flags(wildcards):
+    return " ".join(shlex.quote(text) for text in format_data_summaries(data_summaries()))
 
 
 def current_input_files(wildcards):

@@ -1,11 +1,12 @@
 rule synthetic_sequences:
     output:
-        splits=expand(results("data/{split}.parquet"), split=SPLITS),
-        summary=results("data/summary.json"),
+        # one draw for every block, or, with data.per_block, one per block (planning/data_draws.py)
+        splits=expand(data_file("records", split="{split}"), split=SPLITS, allow_missing=True),
+        summary=data_file("summary"),
     log:
-        results("logs/synthetic_sequences.log"),
+        draw_log("logs", "log"),
     benchmark:
-        results("benchmarks/synthetic_sequences.tsv")
+        draw_log("benchmarks", "tsv")
     conda:
         "../envs/pipeline.yaml"
     resources:
@@ -13,6 +14,6 @@ rule synthetic_sequences:
         mem_mb=1000,
     params:
         out_dir=output_folder,
-        flags=cli_flags("data"),
+        flags=data_flags,
     shell:
         "python -m experiments.synthetic_sequences.generate --out-dir {params.out_dir:q} {params.flags} > {log:q} 2>&1"

@@ -1,7 +1,7 @@
 rule train_zfree:
     input:
-        train=results("data/train.parquet"),
-        val=results("data/val.parquet"),
+        train=data_file("records", split="train"),
+        val=data_file("records", split="val"),
     output:
         # one z-free model per reference block, trained with the block's z-free seed
         checkpoint=results(BLOCK["checkpoint"]),
@@ -29,7 +29,7 @@ rule train_zfree:
 rule score_records:
     input:
         checkpoint=block_checkpoint,
-        records=results("data/{split}.parquet"),
+        records=data_file("records", split="{split}"),
     output:
         results(BLOCK["scores"]),
     log:

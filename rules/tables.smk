@@ -34,7 +34,7 @@ rule extract_metrics:
 rule aggregate_tables:
     input:
         metrics=run_metrics,
-        summary=results("data/summary.json"),
+        summaries=data_summary_files,
         references=reference_artifacts,
         grid=grid_record,  # the runs the tables may read; each run's inputs are held to current_inputs()
         current=current_input_files,
@@ -57,9 +57,10 @@ rule aggregate_tables:
         control_of=control_pairs(),
         primary=primary_flag(),
         inputs=input_flags,
+        data_summaries=data_summary_flags,
     shell:
         "python -m experiments.synthetic_sequences.analysis.tables aggregate --metrics {input.metrics:q} "
-        "--data-summary {input.summary:q} --references {input.references:q} --control-of={params.control_of:q} "
+        "--data-summary {params.data_summaries} --references {input.references:q} --control-of={params.control_of:q} "
         "--primary {params.primary} "
         "--grid {input.grid:q} --grid-copy {output.grid:q} {params.inputs} --looks {input.looks:q} "
         "--out-dir {params.out_dir:q} > {log:q} 2>&1"

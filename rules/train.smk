@@ -1,8 +1,8 @@
 rule train_run:
     input:
-        train=results("data/train.parquet"),
-        val=results("data/val.parquet"),
-        test=results("data/test.parquet"),
+        train=data_file("records", split="train"),
+        val=data_file("records", split="val"),
+        test=data_file("records", split="test"),
         # wired by the run's own {reference} and {mode}: a sum run of block 1 can only ever be given
         # reference/ref1/sum.json, and the scores and warm start of block 1
         train_scores=block_file("scores", split="train"),

@@ -160,6 +160,7 @@ CODE_DEFAULTS = {
         parse_design({"kind": "sequential", "looks": [{"references": 1, "seeds": s} for s in (1, 2)], "max_runs_per_arm": 2}).alpha_spending
     ),
     "data.tasks": lambda: list(SequenceConfig().tasks),
+    "data.per_block": lambda: rule_defaults(r'config\["data"\]\.get')["per_block"],
     "families.<name>.beta": lambda: grid_defaults()[0].beta,
     "families.<name>.warm_start": lambda: grid_defaults()[0].warm_start,
     "families.<name>.controls": lambda: grid_defaults()[0].controls,

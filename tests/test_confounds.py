@@ -110,7 +110,7 @@ def test_length_alone_is_read_from_the_training_records():
             "by_task_strategy": by_task_strategy,
         }
     }
-    assert length_predicts_strategy(summary) == (
+    assert length_predicts_strategy({"shared": summary}) == (
         "Length alone predicts a training record's strategy with accuracy 0.73 (count 0.73, sort 0.91), "
         "against 0.50 for always guessing the commonest strategy."
     )

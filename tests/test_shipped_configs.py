@@ -5,16 +5,19 @@ config/sequential.yaml's looks at tiny settings in test_design_workflow.py.
 
 Each test trains as few processes as still shows what it claims: a chunk's process pays about 4 s of imports (torch,
 its dynamo through AdamW, scikit-learn) before its first step, more than a tiny run's training. Each test is a class
-of its own: pytest-xdist's loadscope sends a class, as a module, whole to one worker, so the three (about 2 minutes
+of its own: pytest-xdist's loadscope sends a class, as a module, whole to one worker, so they (about 2 minutes
 each) are spread over both workers rather than run one after another on one.
 """
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 from test_workflow import ROOT, snakemake
+
+from core.disentanglement.artifacts import sha256_file
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +27,8 @@ TINY_SETTINGS = {"steps": 20, "eval_every": 10, "eval_prompts_per_code": 4}
 def tiny_overlay(configfile: str, folder: Path, **cut) -> Path:
     """A config file that cuts a shipped config's data, z-free steps, seeds and every family's steps (and `cut`'s
     top-level keys)."""
-    families = yaml.safe_load((ROOT / configfile).read_text())["families"]
+    families = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["families"]
+    families |= yaml.safe_load((ROOT / configfile).read_text()).get("families", {})  # snakemake merges over config.yaml
     overlay = {
         "data": {"n_train": 200, "n_val": 60, "n_test": 60},
         "zfree": {"steps": 40},
@@ -148,3 +152,26 @@ class TestCurve:
         assert (results / "plots" / "beta_curves.png").stat().st_size > 0
         takeup = pd.read_parquet(results / "tables" / "takeup.parquet")
         assert {f"discrete b={beta:g}" for beta in betas} <= set(takeup.family)
+
+
+class TestPerBlock:
+    def test_blocks_with_their_own_data_train_tabulate_and_bind_at_tiny_settings(self, tmp_path):
+        """config/per_block.yaml on 2 of its blocks x 2 seeds: each block draws its own records with its own seed, and
+        every run was trained on its own block's records (the sha256 its metadata recorded is that block's file, which
+        aggregation checked too); the confounds table gives each draw its rows and the verdict says over which draws it
+        holds. A run moved across draws is refused: test_data_draws.py."""
+        results, runs = run_tiny("config/per_block.yaml", tmp_path, references=2)
+        assert len(runs) == 2 * 2 * 4 and set(runs.reference) == {0, 1}
+        summaries = {block: json.loads((results / "data" / f"ref{block}" / "summary.json").read_text()) for block in (0, 1)}
+        assert [summaries[block]["config"]["seed"] for block in (0, 1)] == [1, 2]
+        train = {block: sha256_file(results / "data" / f"ref{block}" / "train.parquet") for block in (0, 1)}
+        assert train[0] != train[1] and not (results / "data" / "train.parquet").exists()
+        for metadata in (results / "runs").glob("*/ref*/*/seed*/metadata.json"):
+            block = int(metadata.parts[-4].removeprefix("ref"))
+            assert json.loads(metadata.read_text())["inputs_sha256"]["train_records"] == train[block], metadata
+        confounds = pd.read_parquet(results / "tables" / "confounds.parquet")
+        accuracy = confounds[(confounds.diagnostic == "length_only_strategy_accuracy") & (confounds.scope == "overall")]
+        assert set(accuracy.draw) == {"ref0", "ref1"}
+        verdict = (results / "tables" / "verdict.md").read_text()
+        assert "Over 2 reference blocks, each its own data draw and z-free reference (z-free seeds 0, 1; data seeds 1, 2)" in verdict
+        assert "over the 2 blocks' own data draws (ref0 " in verdict

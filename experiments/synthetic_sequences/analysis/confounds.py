@@ -13,35 +13,22 @@ SEPARATION = view("verdict")[-1]  # the separation endpoint's metric
 LENGTH_SCOPE = "length:"  # a metrics scope within one y-length bucket of the test records
 
 
-def confound_table(data_summary: dict, references: Sequence[dict], metrics: pd.DataFrame) -> pd.DataFrame:
-    """Length against strategy and task, token counts, c_base per mode and reference block (scope ref<N>), and per
-    mode the samples' parse rate and answer accuracy in each y-length bucket of the test prompts (mean over that mode's runs)."""
-    rows = []
-    for split in ("train", "val", "test"):
-        summary = data_summary[split]
-        for scope, accuracy in summary["length_only_strategy_accuracy"].items():
-            rows.append({"split": split, "mode": "any", "diagnostic": "length_only_strategy_accuracy", "scope": scope, "value": accuracy})
-        for stat, value in summary["y_length"].items():
-            rows.append({"split": split, "mode": "any", "diagnostic": f"supervised_tokens_{stat}", "scope": "overall", "value": value})
-        by = pd.DataFrame(summary["by_task_strategy"])
-        for row in by.itertuples():
-            rows.append(
-                {
-                    "split": split,
-                    "mode": "any",
-                    "diagnostic": "supervised_tokens_mean",
-                    "scope": f"{row.task}/{row.strategy}",
-                    "value": row.mean,
-                }
-            )
+def confound_table(draws: Mapping[str, Mapping], references: Sequence[dict], metrics: pd.DataFrame) -> pd.DataFrame:
+    """Length against strategy and task and token counts per data draw (column `draw`: 'shared', or a block's own,
+    'ref3'; draws: {draw: its data summary}), c_base per mode and reference block (scope ref<N>, on the block's draw),
+    and per mode the samples' parse rate and answer accuracy in each y-length bucket of the test prompts (mean over
+    that mode's runs, draw 'pooled')."""
+    rows = [{"draw": draw, **row} for draw, summary in draws.items() for row in draw_rows(summary)]
     for reference in references:
         block = "overall" if reference.get("zfree_seed") is None else f"ref{reference['zfree_seed']}"
         for name in ("c_base", "base_aggregate_min"):
-            rows.append({"split": "val", "mode": reference["mode"], "diagnostic": name, "scope": block, "value": reference[name]})
+            where = {"draw": block if block in draws else "shared", "split": "val", "mode": reference["mode"]}
+            rows.append({**where, "diagnostic": name, "scope": block, "value": reference[name]})
     samples = metrics[metrics.scope.str.startswith("length:") & metrics.metric.isin(("parse_rate", "answer_accuracy"))]
     for (mode, scope, metric), values in samples.groupby(["mode", "scope", "metric"])["value"]:
         rows.append(
             {
+                "draw": "pooled",
                 "split": "test",
                 "mode": mode,
                 "diagnostic": f"sample_{metric}",
@@ -50,6 +37,21 @@ def confound_table(data_summary: dict, references: Sequence[dict], metrics: pd.D
             }
         )
     return pd.DataFrame(rows)
+
+
+def draw_rows(summary: Mapping) -> list[dict]:
+    """One data draw's rows of the confounds table: length against strategy, and supervised tokens, per split."""
+    rows = []
+    for split in ("train", "val", "test"):
+        summary_split = summary[split]
+        for scope, accuracy in summary_split["length_only_strategy_accuracy"].items():
+            rows.append({"split": split, "mode": "any", "diagnostic": "length_only_strategy_accuracy", "scope": scope, "value": accuracy})
+        for stat, value in summary_split["y_length"].items():
+            rows.append({"split": split, "mode": "any", "diagnostic": f"supervised_tokens_{stat}", "scope": "overall", "value": value})
+        for row in pd.DataFrame(summary_split["by_task_strategy"]).itertuples():
+            scope = f"{row.task}/{row.strategy}"
+            rows.append({"split": split, "mode": "any", "diagnostic": "supervised_tokens_mean", "scope": scope, "value": row.mean})
+    return rows
 
 
 def length_separation(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -93,16 +95,41 @@ def length_line(table: pd.DataFrame, family: str, term: str, alpha: float) -> st
     )
 
 
-def length_predicts_strategy(data_summary: Mapping) -> str:
-    """How much y-length alone says about strategy, on the training records: the confound the length lines read."""
-    accuracy = data_summary["train"]["length_only_strategy_accuracy"]
-    tasks = ", ".join(f"{task} {value:.2f}" for task, value in accuracy.items() if task != "overall")
-    counts = pd.DataFrame(data_summary["train"]["by_task_strategy"]).groupby("strategy")["count"].sum()
-    chance = counts.max() / counts.sum()  # always guessing the commonest strategy, which knows no length
+def length_predicts_strategy(draws: Mapping[str, Mapping]) -> str:
+    """How much y-length alone says about strategy on the training records, the confound the length lines read, from
+    the data summaries ({draw: summary}): one draw's per task, or each of the blocks' own draws with their range, and
+    the supervised tokens per record across them."""
+    accuracy = {draw: summary["train"]["length_only_strategy_accuracy"] for draw, summary in draws.items()}
+    chance = {draw: commonest_share(summary) for draw, summary in draws.items()}
+    if len(draws) == 1:
+        ((draw, only),) = accuracy.items()
+        tasks = ", ".join(f"{task} {value:.2f}" for task, value in only.items() if task != "overall")
+        return (
+            f"Length alone predicts a training record's strategy with accuracy {only['overall']:.2f} ({tasks}), "
+            f"against {chance[draw]:.2f} for always guessing the commonest strategy."
+        )
+    overall = {draw: value["overall"] for draw, value in accuracy.items()}
+    tokens = {draw: summary["train"]["y_length"] for draw, summary in draws.items()}
+    means = [value["mean"] for value in tokens.values()]
     return (
-        f"Length alone predicts a training record's strategy with accuracy {accuracy['overall']:.2f} ({tasks}), "
-        f"against {chance:.2f} for always guessing the commonest strategy."
+        f"Length alone predicts a training record's strategy with accuracy {span(overall.values())} over the "
+        f"{len(draws)} blocks' own data draws ({', '.join(f'{draw} {value:.2f}' for draw, value in overall.items())}), "
+        f"against {span(chance.values())} for always guessing the commonest strategy. Supervised tokens per training "
+        f"record: mean {span(means)} across the draws (min {min(t['min'] for t in tokens.values()):g}, max "
+        f"{max(t['max'] for t in tokens.values()):g})."
     )
+
+
+def commonest_share(summary: Mapping) -> float:
+    """The training records' share of their commonest strategy: the accuracy of a guess that knows no length."""
+    counts = pd.DataFrame(summary["train"]["by_task_strategy"]).groupby("strategy")["count"].sum()
+    return float(counts.max() / counts.sum())
+
+
+def span(values) -> str:
+    """'0.71 to 0.76', or '0.73' where the values round alike."""
+    low, high = f"{min(values):.2f}", f"{max(values):.2f}"
+    return low if low == high else f"{low} to {high}"
 
 
 def token_line(runs: pd.DataFrame) -> str:

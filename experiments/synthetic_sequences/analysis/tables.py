@@ -14,7 +14,8 @@ aggregate writes, as parquet + CSV (+ Markdown for the small ones):
   takeup        per arm: runs that took up the latent (k of n, Clopper-Pearson) and the Kaplan-Meier median onset
   mean_vs_sum   every contrast (sum-mean, scale-mean, balance-mean, sum-scale, sum-balance) of every endpoint, with
                 its interval, exact test, adjusted p, equivalence p and seeds needed (contrasts.py)
-  confounds     how much length says about strategy and task, token-count diagnostics, sample quality per length bucket
+  confounds     how much length says about strategy and task, token-count diagnostics (per data draw: one shared,
+                or each block's own with data.per_block), sample quality per length bucket
   verdict       per family, term and alpha: take-up, onset, magnitude and separation, and each control's share
   curves        one row per (run, step, metric) of the validation learning curves (parquet + CSV)
 and, where runs lie on a beta axis (beta_axis.py: each beta an arm of its own in the tables above):
@@ -36,7 +37,7 @@ from core.disentanglement.artifacts import atomic_path
 from experiments.synthetic_sequences.analysis.beta_axis import controls_per_beta, has_axis, keyed_per_beta, per_beta
 from experiments.synthetic_sequences.analysis.beta_curves import cells_table, shift_table
 from experiments.synthetic_sequences.analysis.confounds import confound_table, length_separation
-from experiments.synthetic_sequences.analysis.contrasts import contrast_table
+from experiments.synthetic_sequences.analysis.contrasts import BLOCK, contrast_table
 from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, planned_contrasts
 from experiments.synthetic_sequences.analysis.look_files import check_looks_read, read_looks
 from experiments.synthetic_sequences.analysis.metrics_files import (
@@ -61,6 +62,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     parse_input,
     tables_grid_file,
 )
+from experiments.synthetic_sequences.planning.data_draws import draw_name, parse_data_summaries
 from experiments.synthetic_sequences.planning.endpoints import parse_primary
 from experiments.synthetic_sequences.planning.grid import parse_control_of
 
@@ -90,7 +92,7 @@ def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index().dropna(axis=1, how="all")
 
 
-def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_of, looks, data_summary) -> None:
+def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_of, looks, draws) -> None:
     """verdict.md from the tables (and a beta axis's curve tables, where there are), the runs and control pairs as
     the fixed tables read them (per beta on an axis)."""
     verdict = verdict_markdown(
@@ -101,7 +103,7 @@ def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_
         tables["cross_term"],
         planned_contrasts(tables["mean_vs_sum"]),
         tables["length_separation"],
-        data_summary,
+        draws,
         tables.get("beta_curves"),
         tables.get("beta_curve_cells"),
     )
@@ -109,9 +111,26 @@ def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_
         tmp.write_text(verdict)
 
 
+def read_draws(data_summaries: Mapping[str, str | Path] | str | Path, runs: pd.DataFrame) -> dict[str, dict]:
+    """{draw: data summary}, the draws those the runs' blocks read: one shared, or each block's own (ref<N>)."""
+    paths = {"shared": data_summaries} if isinstance(data_summaries, str | Path) else dict(data_summaries)
+    if "shared" not in paths:
+        blocks = {draw_name(True, int(block)) for block in runs[BLOCK].unique()}
+        if set(paths) != blocks:
+            raise ValueError(
+                f"--data-summary: the runs read the draws of blocks {sorted(blocks)}, but the summaries given are {sorted(paths)}"
+            )
+    return {draw: read_json(path) for draw, path in sorted(paths.items())}
+
+
+def mean_tokens(draws: Mapping[str, Mapping]) -> float:
+    """Supervised tokens per training record, averaged over the draws: what a scale change of sum is measured in."""
+    return sum(summary["train"]["y_length"]["mean"] for summary in draws.values()) / len(draws)
+
+
 def aggregate(
     metric_paths: Sequence[str | Path],
-    data_summary_path: str | Path,
+    data_summaries: Mapping[str, str | Path] | str | Path,
     reference_paths: Sequence[str | Path],
     out_dir: str | Path,
     control_of: dict[str, str],
@@ -119,8 +138,9 @@ def aggregate(
     looks: Sequence[dict] = (),
     primary: Mapping[tuple[str, str, float], str] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Every table and verdict.md from the runs' metrics files; `primary`: the (family, term, alpha) read on a declared
-    primary endpoint other than take-up (planning/endpoints.py)."""
+    """Every table and verdict.md from the runs' metrics files; data_summaries: the one shared draw's summary, or
+    {draw: summary} (data_draws.parse_data_summaries); `primary`: the (family, term, alpha) read on a declared primary
+    endpoint other than take-up (planning/endpoints.py)."""
     if not metric_paths:
         raise ValueError("aggregate needs at least one run's metrics file")
     metrics, records = read_metrics(metric_paths)
@@ -135,27 +155,27 @@ def aggregate(
     # the fixed tables read each beta of an axis as an arm of its own (beta_axis.py); the curves read them together
     arm_runs, arm_controls, arm_primary = per_beta(runs), controls_per_beta(control_of, runs), keyed_per_beta(primary or {}, runs)
     contrasts = contrast_table(arm_runs, arm_controls, arm_primary)
-    data_summary = read_json(data_summary_path)
+    draws = read_draws(data_summaries, runs)
     tables = {
         "runs": runs,
         "aggregate": aggregate_table(arm_runs),
         "takeup": arm_table(arm_runs, arm_controls),
         "mean_vs_sum": contrasts,
-        "confounds": confound_table(data_summary, [read_json(path) for path in reference_paths], metrics),
+        "confounds": confound_table(draws, [read_json(path) for path in reference_paths], metrics),
         "length_separation": length_separation(per_beta(metrics)),
         "verdict": verdict_table(arm_runs, contrasts, arm_controls, arm_primary),
     }
     mixes = keyed_per_beta(hybrid_mixes(records), runs)
     tables["cross_term"] = cross_term_table(tables["verdict"], arm_runs, contrasts, arm_controls, looks, mixes)
     if has_axis(runs):
-        tables["beta_curves"] = shift_table(runs, tokens=data_summary["train"]["y_length"]["mean"])
+        tables["beta_curves"] = shift_table(runs, tokens=mean_tokens(draws))
         tables["beta_curve_cells"] = cells_table(runs)
     out_dir = Path(out_dir)
     with atomic_path(out_dir / "metrics.parquet") as tmp:
         metrics.to_parquet(tmp, index=False)
     for name, table in tables.items():
         write_table(table, out_dir / name, formats=("parquet", "csv") if name == "verdict" else ("parquet", "csv", "md"))
-    write_verdict(out_dir / "verdict.md", tables, arm_runs, arm_controls, looks, data_summary)
+    write_verdict(out_dir / "verdict.md", tables, arm_runs, arm_controls, looks, draws)
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables
@@ -169,7 +189,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     extract.add_argument("--out", required=True)
     combine = commands.add_parser("aggregate", help="the aggregate tables from many runs' metrics")
     combine.add_argument("--metrics", nargs="+", required=True)
-    combine.add_argument("--data-summary", required=True)
+    combine.add_argument(
+        "--data-summary",
+        nargs="+",
+        required=True,
+        help="the shared draw's summary.json, or ref<N>=PATH for each block's own draw (data.per_block)",
+    )
     combine.add_argument("--references", nargs="+", required=True)
     combine.add_argument("--control-of", default="", help="control families and their main family: fam-scale=fam,fam-balance=fam")
     combine.add_argument("--primary", default="", help="JSON [[family, term, alpha, endpoint], ...]: declared primary endpoints")
@@ -182,8 +207,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="append",
         default=[],
         metavar="NAME=PATH",
-        help="a current input the runs must have been trained on: train_records, val_records, test_records, and per "
-        "reference block ref<N>/train_scores, ref<N>/val_scores, ref<N>/reference_<mode>, ref<N>/init_decoder (repeat the flag)",
+        help="a current input the runs must have been trained on: train_records, val_records, test_records (or, with a "
+        "draw per block, ref<N>/train_records, ...), and per reference block ref<N>/train_scores, ref<N>/val_scores, "
+        "ref<N>/reference_<mode>, ref<N>/init_decoder (repeat the flag)",
     )
     args = parser.parse_args(argv)
     try:
@@ -194,7 +220,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
             looks = read_looks(args.looks, control_of)
             primary = parse_primary(args.primary)
-            tables = aggregate(args.metrics, args.data_summary, args.references, args.out_dir, control_of, binding, looks, primary)
+            summaries = parse_data_summaries(args.data_summary)
+            tables = aggregate(args.metrics, summaries, args.references, args.out_dir, control_of, binding, looks, primary)
             keep_grid_record(binding.grid, args.grid_copy or Path(args.out_dir) / tables_grid_file(args.grid))
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
     except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback

@@ -109,20 +109,29 @@ def absent_controls_line(family: str, absent: list[str]) -> str:
     )
 
 
-def scope_line(runs: pd.DataFrame) -> str:
-    """What the verdict generalises over: the reference blocks (z-free seeds), the seeds in each, one data draw."""
+def scope_line(runs: pd.DataFrame, draws: Mapping[str, Mapping] | None = None) -> str:
+    """What the verdict generalises over: the reference blocks (z-free seeds), the seeds in each, and one data draw or
+    each block's own (draws: {draw: data summary}, a block's own draw named as the block)."""
     blocks = sorted(int(block) for block in runs[BLOCK].unique())
     seeds = int(runs.groupby(["family", BLOCK, "term", "mode", "alpha"]).size().max())
     named = ", ".join(map(str, blocks))
-    return (
-        f"Over {len(blocks)} z-free reference{'s' if len(blocks) != 1 else ''} (z-free seed{'s' if len(blocks) != 1 else ''} "
-        f"{named}) and up to {seeds} seed{'s' if seeds != 1 else ''} each, on this data draw (one `data.seed`). "
-        + (
-            "Arms are compared within a reference and pooled across them."
-            if len(blocks) > 1
-            else "With one reference, what it says holds for that z-free model, not for the procedure: set `references:` to replicate it."
+    plural = "s" if len(blocks) != 1 else ""
+    own_draws = draws is not None and "shared" not in draws
+    if own_draws:
+        data_seeds = ", ".join(str(summary["config"]["seed"]) for summary in draws.values())
+        over = (
+            f"Over {len(blocks)} reference block{plural}, each its own data draw and z-free reference (z-free seed{plural} "
+            f"{named}; data seed{plural} {data_seeds}), and up to {seeds} seed{'s' if seeds != 1 else ''} each. "
         )
-    )
+    else:
+        over = (
+            f"Over {len(blocks)} z-free reference{plural} (z-free seed{plural} {named}) and up to {seeds} "
+            f"seed{'s' if seeds != 1 else ''} each, on this data draw (one `data.seed`). "
+        )
+    if len(blocks) > 1:
+        return over + "Arms are compared within a reference and pooled across them."
+    what = "that data draw and z-free model" if own_draws else "that z-free model"
+    return over + f"With one reference, what it says holds for {what}, not for the procedure: set `references:` to replicate it."
 
 
 def numerics_line(group_arms: dict[str, pd.DataFrame]) -> str:
@@ -175,19 +184,20 @@ def verdict_markdown(
     cross_term: pd.DataFrame | None = None,
     planned: int = 0,
     length: pd.DataFrame | None = None,
-    data_summary: Mapping | None = None,
+    draws: Mapping[str, Mapping] | None = None,
     beta_curves: pd.DataFrame | None = None,
     beta_cells: pd.DataFrame | None = None,
 ) -> str:
     """The verdict; given the cross-term table (cross_term.py) and the count of planned take-up contrasts, that table
     first; given a sequential design's look files, its account of the design before the sections and no seeds-needed
-    line; given confounds.length_separation and the data summary, what length says, once and per term; given a beta
+    line; given confounds.length_separation and the data summaries ({draw: summary}), what length says, once and per
+    term, and over which draws the verdict holds; given a beta
     axis's shift and cells tables (beta_curves.py), the curves first."""
-    lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs), ""]
+    lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs, draws), ""]
     if beta_curves is not None:
         lines += beta_curve_section(beta_curves, beta_cells)
-    if data_summary is not None and not runs[runs.controls == "none"].empty:
-        lines += [f"{length_predicts_strategy(data_summary)} {token_line(runs)}".rstrip(), ""]
+    if draws is not None and not runs[runs.controls == "none"].empty:
+        lines += [f"{length_predicts_strategy(draws)} {token_line(runs)}".rstrip(), ""]
     if cross_term is not None and not cross_term.empty:
         glance = glance_frame(cross_term, design=bool(looks))
         lines += [

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
+from experiments.synthetic_sequences.planning.data_draws import RECORD_INPUTS
 from experiments.synthetic_sequences.planning.grid import training_seed
 from experiments.synthetic_sequences.planning.record_shape import check_shape
 from experiments.synthetic_sequences.run_layout import REFERENCE_TEMPLATE, RUNS_FOLDER, parse_run_path, run_directory, run_path
@@ -32,7 +33,6 @@ from experiments.synthetic_sequences.training.settings import INPUT_PATHS
 # decoder was warm-started stays, as run.warm_start
 NOT_COMPARED = (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every")
 RUN_FIELDS = ("family", "reference", "term", "mode", "alpha", "seed")  # run_layout.parse_run_path's, and its beta on a beta axis
-SHARED_INPUTS = ("train_records", "val_records", "test_records")  # one data draw for every reference block
 BLOCK_INPUTS = ("train_scores", "val_scores")  # each block's own, as are its reference_<mode> and init_decoder
 GRID_FOLDER = "grid"  # under the results folder: one record per grid, named by its content (grid_file)
 GRID_SCHEMA = {  # grid_document's record
@@ -200,19 +200,22 @@ def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results
 
 def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: str) -> None:
     """Every run's recorded input hashes equal the current artifacts' of its own reference block (current: {input
-    name: sha256}, a block's named by block_input; the reference as reference_<mode>); refuses naming the runs and
-    the inputs that differ, and first a block artifact that changed under all of its runs (changed_artifacts)."""
+    name: sha256}, a block's named by block_input; the reference as reference_<mode>; the records the one shared
+    draw's, `train_records`, or, with a draw per block, the block's own, `ref3/train_records`); refuses naming the
+    runs and the inputs that differ (a run moved across blocks or draws), and first a block artifact that changed
+    under all of its runs (changed_artifacts)."""
     wrong, recorded_by_input = [], {}
     for record in records:
         block = record["reference"]
-        expected = {name: current[name] for name in SHARED_INPUTS}
-        # a block the current inputs do not hold expects nothing a run can match
-        expected |= {name: current.get(block_input(block, name)) for name in BLOCK_INPUTS}
-        expected["reference"] = current.get(block_input(block, f"reference_{record['mode']}"))
+        # the current name of each input the run recorded; a block the current inputs do not hold expects nothing a
+        # run can match
+        keys = {name: name if name in current else block_input(block, name) for name in RECORD_INPUTS}
+        keys |= {name: block_input(block, name) for name in BLOCK_INPUTS}
+        keys["reference"] = block_input(block, f"reference_{record['mode']}")
         if record["settings"]["run.warm_start"]:
-            expected["init_decoder"] = current.get(block_input(block, "init_decoder"))
-        for name in expected:
-            key = name if name in SHARED_INPUTS else block_input(block, f"reference_{record['mode']}" if name == "reference" else name)
+            keys["init_decoder"] = block_input(block, "init_decoder")
+        expected = {name: current.get(key) for name, key in keys.items()}
+        for name, key in keys.items():
             recorded_by_input.setdefault(key, []).append(record["inputs_sha256"].get(name))
         differs = sorted(name for name, digest in expected.items() if record["inputs_sha256"].get(name) != digest)
         if differs:

@@ -17,7 +17,17 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 CONFIGS = Path(__file__).resolve().parents[3] / "config"
 DEFAULT_CONFIG = "config.yaml"  # snakemake reads it first; every --configfile merges over it
 # the config files the project ships, documented in config/README.md (tests hold it to the files git tracks)
-SHIPPED = (DEFAULT_CONFIG, "calibration.yaml", "cold_start.yaml", "curve.yaml", "note.yaml", "pilot.yaml", "sequential.yaml", "smoke.yaml")
+SHIPPED = (
+    DEFAULT_CONFIG,
+    "calibration.yaml",
+    "cold_start.yaml",
+    "curve.yaml",
+    "note.yaml",
+    "per_block.yaml",
+    "pilot.yaml",
+    "sequential.yaml",
+    "smoke.yaml",
+)
 
 
 class DuplicateKeyError(ValueError):
