@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from bench.common import Figure, pilot_train_config, synthetic_families
+from bench.data_draws import main as compare_draws
 from bench.tables import current_inputs, extract_and_aggregate, synthesise_runs
 from bench.zfree import cvae_padding_share
 from core.disentanglement.artifacts import write_json
@@ -89,3 +90,37 @@ def test_the_design_simulation_reads_a_term_without_controls_through_the_looks_c
     assert "expected runs per arm: mean 10.0, sum 10.0 (fixed: 20 each)" in run.stdout
     refused = subprocess.run([*command, "--alternative", "mean=0.1"], capture_output=True, text=True)
     assert refused.returncode == 2 and "--alternative: give a rate for each of --arms mean sum" in refused.stderr
+
+
+def test_the_data_draw_comparison_reads_each_arm_by_block_with_the_verdicts_tests(tmp_path, capsys):
+    """Two folders of 2 blocks x 2 seeds: in one, sum takes up in every run and mean in none; in the other, sum in 3
+    of 4. Each arm's counts per block, the draw's exact stratified p (block 0: 2/2 vs 2/2, block 1: 2/2 vs 1/2, so
+    the conditional distribution of the one-draw arm's events given 3 and 4 events in the blocks is 1/2 at 2 for
+    block 1 and certain in block 0: p = 1) and Breslow-Day's p (nan: at most one block varies)."""
+    for folder, sums in (("one", [1, 1, 1, 1]), ("own", [1, 1, 1, 0])):
+        rows = [
+            {
+                "family": "d",
+                "controls": "none",
+                "term": "raw",
+                "alpha": 0.0,
+                "mode": mode,
+                "reference": block,
+                "seed": seed,
+                "took_up": bool(sums[2 * block + seed]) if mode == "sum" else False,
+            }
+            for mode in ("sum", "mean")
+            for block in (0, 1)
+            for seed in (0, 1)
+        ]
+        (tmp_path / folder / "tables").mkdir(parents=True)
+        pd.DataFrame(rows).to_parquet(tmp_path / folder / "tables" / "runs.parquet")
+    compare_draws([str(tmp_path / "one"), str(tmp_path / "own")])
+    out = capsys.readouterr().out
+    assert "| d        | raw    | sum    |       0 | 4/4 (ref0 2/2, ref1 2/2) | 3/4 (ref0 2/2, ref1 1/2) |                    1 |" in out
+    assert (
+        "| own    |" not in out
+        and "a draw per block | d        | raw    |       0 | 3/4 (ref0 2/2, ref1 1/2) | 0/4 (ref0 0/2, ref1 0/2) |" in out
+    )
+    with pytest.raises(SystemExit, match="no runs table"):
+        compare_draws([str(tmp_path / "one"), str(tmp_path / "missing")])
