@@ -31,7 +31,9 @@ from experiments.synthetic_sequences.planning.bindings import (
 )
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
 from experiments.synthetic_sequences.planning.data_draws import (
+    SHARED_DRAW,
     block_data_seed,
+    block_draw,
     data_artifact,
     format_data_summaries,
 )
@@ -313,15 +315,14 @@ def current_inputs():
 
 
 def data_summaries():
-    """{block: summary} of the blocks the tables read, or the one shared draw's summary."""
+    """{draw: summary} of the draws the tables read: the one shared draw, or each of the tables' blocks' own."""
     if not per_block_data():
-        return data_file("summary")
-    return {block: data_file("summary", block) for block in references_used(tables_grid())}
+        return {SHARED_DRAW: data_file("summary")}
+    return {block_draw(block): data_file("summary", block) for block in references_used(tables_grid())}
 
 
 def data_summary_files(wildcards):
-    summaries = data_summaries()
-    return [summaries] if isinstance(summaries, str) else list(summaries.values())
+    return list(data_summaries().values())
 
 
 def data_summary_flags(wildcards):

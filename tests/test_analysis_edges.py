@@ -11,6 +11,7 @@ from experiments.synthetic_sequences.analysis.curves import last_quarter_change
 from experiments.synthetic_sequences.analysis.sequential import earlier_decisions
 from experiments.synthetic_sequences.analysis.tables import aggregate
 from experiments.synthetic_sequences.analysis.verdict import onset_sooner, reading
+from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW
 
 
 @pytest.mark.parametrize(
@@ -69,4 +70,4 @@ def test_a_design_without_an_earlier_look_has_no_earlier_decisions():
 
 def test_aggregate_without_a_run_is_refused(tmp_path):
     with pytest.raises(ValueError, match="at least one run's metrics file"):
-        aggregate([], tmp_path / "summary.json", [], tmp_path / "tables", {})
+        aggregate([], {SHARED_DRAW: tmp_path / "summary.json"}, [], tmp_path / "tables", {})

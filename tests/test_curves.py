@@ -18,6 +18,7 @@ from experiments.synthetic_sequences.analysis.curves import (
 from experiments.synthetic_sequences.analysis.metrics_files import run_metrics, runs_table, write_metrics
 from experiments.synthetic_sequences.analysis.run_files import validation_rows
 from experiments.synthetic_sequences.analysis.tables import aggregate, curves_table
+from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW
 from experiments.synthetic_sequences.training.train_step import train_diagnostics
 
 STRATEGY_ROWS = [{"task": "count", "strategy": "direct", "count": 4000, "mean": 3.0, "min": 3, "max": 3}]  # summary.json's
@@ -167,7 +168,7 @@ def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path)
     for mode, c_base in (("mean", 0.3), ("sum", 1.8)):
         references.append(tmp_path / f"{mode}.json")
         references[-1].write_text(json.dumps({"mode": mode, "c_base": c_base, "base_aggregate_min": 0.01}))
-    tables = aggregate(metrics, tmp_path / "summary.json", references, tmp_path / "tables", {})
+    tables = aggregate(metrics, {SHARED_DRAW: tmp_path / "summary.json"}, references, tmp_path / "tables", {})
     # nan where nothing is left to resolve, where every run took up (no mi_change is nan) or the onsets are too few
     # two runs: no interval; both took up at their first evaluation, so no I(x;z) floor before it; one reference block,
     # so no homogeneity across blocks to test, and every run took up, so no block varies and CMH has nothing to say

@@ -10,9 +10,10 @@ from experiments.synthetic_sequences.analysis.tables import read_draws
 from experiments.synthetic_sequences.analysis.verdict_text import scope_line
 from experiments.synthetic_sequences.planning.bindings import BindingError, check_inputs, grid_document
 from experiments.synthetic_sequences.planning.data_draws import (
+    SHARED_DRAW,
     block_data_seed,
+    block_draw,
     data_artifact,
-    draw_name,
     format_data_summaries,
     parse_data_summaries,
 )
@@ -27,7 +28,7 @@ def test_a_draw_lives_in_the_shared_data_folder_or_in_its_blocks_own():
     assert data_artifact("summary", False, 3) == "data/summary.json"
     assert data_artifact("records", True, 3, split="val") == "data/ref3/val.parquet"
     assert data_artifact("records", True, split="{split}") == "data/ref{reference}/{split}.parquet"  # a rule's path
-    assert (draw_name(False, 3), draw_name(True, 3)) == ("shared", "ref3")
+    assert (SHARED_DRAW, block_draw(3)) == ("shared", "ref3")
 
 
 def test_each_block_draws_with_its_own_seed_and_none_redraws_the_shared_draw():
@@ -39,11 +40,13 @@ def test_each_block_draws_with_its_own_seed_and_none_redraws_the_shared_draw():
 
 def test_the_tables_read_one_shared_summary_or_one_per_block():
     assert parse_data_summaries(["results/data/summary.json"]) == {"shared": "results/data/summary.json"}
-    per_block = {0: "r/data/ref0/summary.json", 12: "r/data/ref12/summary.json"}
+    per_block = {"ref0": "r/data/ref0/summary.json", "ref12": "r/data/ref12/summary.json"}
     texts = format_data_summaries(per_block)
     assert texts == ["ref0=r/data/ref0/summary.json", "ref12=r/data/ref12/summary.json"]
-    assert parse_data_summaries(texts) == {"ref0": per_block[0], "ref12": per_block[12]}
-    assert parse_data_summaries(format_data_summaries("a=b/summary.json")) == {"shared": "a=b/summary.json"}
+    assert parse_data_summaries(texts) == per_block
+    shared = {"shared": "a=b/summary.json"}  # a shared path is given bare, so an '=' in it is no block's name
+    assert format_data_summaries(shared) == ["a=b/summary.json"]
+    assert parse_data_summaries(format_data_summaries(shared)) == shared
     with pytest.raises(ValueError, match=r"--data-summary: ref0 is given twice \(a and b\)"):
         parse_data_summaries(["ref0=a", "ref0=b"])
     with pytest.raises(ValueError, match=r"mixes the one shared draw's summary with blocks' own"):

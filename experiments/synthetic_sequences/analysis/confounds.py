@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from experiments.synthetic_sequences.metrics import view
+from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW, block_draw
 
 SEPARATION = view("verdict")[-1]  # the separation endpoint's metric
 LENGTH_SCOPE = "length:"  # a metrics scope within one y-length bucket of the test records
@@ -20,9 +21,9 @@ def confound_table(draws: Mapping[str, Mapping], references: Sequence[dict], met
     that mode's runs, draw 'pooled')."""
     rows = [{"draw": draw, **row} for draw, summary in draws.items() for row in draw_rows(summary)]
     for reference in references:
-        block = "overall" if reference.get("zfree_seed") is None else f"ref{reference['zfree_seed']}"
+        block = "overall" if reference.get("zfree_seed") is None else block_draw(reference["zfree_seed"])
         for name in ("c_base", "base_aggregate_min"):
-            where = {"draw": block if block in draws else "shared", "split": "val", "mode": reference["mode"]}
+            where = {"draw": block if block in draws else SHARED_DRAW, "split": "val", "mode": reference["mode"]}
             rows.append({**where, "diagnostic": name, "scope": block, "value": reference[name]})
     samples = metrics[metrics.scope.str.startswith("length:") & metrics.metric.isin(("parse_rate", "answer_accuracy"))]
     for (mode, scope, metric), values in samples.groupby(["mode", "scope", "metric"])["value"]:

@@ -62,7 +62,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     parse_input,
     tables_grid_file,
 )
-from experiments.synthetic_sequences.planning.data_draws import draw_name, parse_data_summaries
+from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW, block_draw, parse_data_summaries
 from experiments.synthetic_sequences.planning.endpoints import parse_primary
 from experiments.synthetic_sequences.planning.grid import parse_control_of
 
@@ -111,11 +111,12 @@ def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_
         tmp.write_text(verdict)
 
 
-def read_draws(data_summaries: Mapping[str, str | Path] | str | Path, runs: pd.DataFrame) -> dict[str, dict]:
-    """{draw: data summary}, the draws those the runs' blocks read: one shared, or each block's own (ref<N>)."""
-    paths = {"shared": data_summaries} if isinstance(data_summaries, str | Path) else dict(data_summaries)
-    if "shared" not in paths:
-        blocks = {draw_name(True, int(block)) for block in runs[BLOCK].unique()}
+def read_draws(data_summaries: Mapping[str, str | Path], runs: pd.DataFrame) -> dict[str, dict]:
+    """{draw: data summary} from {draw: its path}: the one shared draw, or each block's own, which must be the draws of
+    the runs' blocks."""
+    paths = dict(data_summaries)
+    if SHARED_DRAW not in paths:
+        blocks = {block_draw(int(block)) for block in runs[BLOCK].unique()}
         if set(paths) != blocks:
             raise ValueError(
                 f"--data-summary: the runs read the draws of blocks {sorted(blocks)}, but the summaries given are {sorted(paths)}"
@@ -130,7 +131,7 @@ def mean_tokens(draws: Mapping[str, Mapping]) -> float:
 
 def aggregate(
     metric_paths: Sequence[str | Path],
-    data_summaries: Mapping[str, str | Path] | str | Path,
+    data_summaries: Mapping[str, str | Path],
     reference_paths: Sequence[str | Path],
     out_dir: str | Path,
     control_of: dict[str, str],
@@ -138,8 +139,8 @@ def aggregate(
     looks: Sequence[dict] = (),
     primary: Mapping[tuple[str, str, float], str] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Every table and verdict.md from the runs' metrics files; data_summaries: the one shared draw's summary, or
-    {draw: summary} (data_draws.parse_data_summaries); `primary`: the (family, term, alpha) read on a declared primary
+    """Every table and verdict.md from the runs' metrics files; data_summaries: {draw: its summary's path}, the one
+    shared draw or each block's own (data_draws.parse_data_summaries); `primary`: the (family, term, alpha) read on a declared primary
     endpoint other than take-up (planning/endpoints.py)."""
     if not metric_paths:
         raise ValueError("aggregate needs at least one run's metrics file")

@@ -16,6 +16,7 @@ from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, a
 from experiments.synthetic_sequences.analysis.cross_term import glance_frame, multiplicity_line
 from experiments.synthetic_sequences.analysis.design_text import design_section
 from experiments.synthetic_sequences.analysis.inference import MAX_SEEDS
+from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW
 
 DECISIVE_ENDPOINTS = ("take-up", "separation")  # the question's two outcomes: the seeds line sizes the pilot for them
 
@@ -116,7 +117,7 @@ def scope_line(runs: pd.DataFrame, draws: Mapping[str, Mapping] | None = None) -
     seeds = int(runs.groupby(["family", BLOCK, "term", "mode", "alpha"]).size().max())
     named = ", ".join(map(str, blocks))
     plural = "s" if len(blocks) != 1 else ""
-    own_draws = draws is not None and "shared" not in draws
+    own_draws = draws is not None and SHARED_DRAW not in draws
     if own_draws:
         data_seeds = ", ".join(str(summary["config"]["seed"]) for summary in draws.values())
         over = (

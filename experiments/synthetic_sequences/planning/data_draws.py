@@ -21,6 +21,7 @@ from experiments.synthetic_sequences.run_layout import REFERENCE_TEMPLATE
 DATA_FOLDER = "data"  # under the results folder
 DATA_ARTIFACTS = {"records": "{split}.parquet", "summary": "summary.json"}  # in a draw's folder
 RECORD_INPUTS = ("train_records", "val_records", "test_records")  # a run's recorded inputs that are its draw's records
+SHARED_DRAW = "shared"  # how the tables name the one draw every block reads; a block's own is named as the block
 
 
 def data_folder(per_block: bool, reference: int | str = "{reference}") -> str:
@@ -41,16 +42,20 @@ def block_data_seed(data_seed: int, reference: int) -> int:
     return data_seed + 1 + reference
 
 
+def block_draw(reference: int) -> str:
+    """How the tables name block `reference`'s own draw: as the block ('ref3')."""
+    return REFERENCE_TEMPLATE.format(reference=reference)
+
+
 def draw_name(per_block: bool, reference: int) -> str:
-    """How the tables name the draw a block read: 'shared' or the block's own ('ref3')."""
-    return REFERENCE_TEMPLATE.format(reference=reference) if per_block else "shared"
+    """How the tables name the draw a block read: the shared one, or the block's own."""
+    return block_draw(reference) if per_block else SHARED_DRAW
 
 
-def format_data_summaries(paths: Mapping[int, str] | str) -> list[str]:
-    """--data-summary of the tables: one path (the shared draw) or ref<N>=PATH per block (parse_data_summaries)."""
-    if isinstance(paths, str):
-        return [paths]
-    return [f"{REFERENCE_TEMPLATE.format(reference=reference)}={path}" for reference, path in sorted(paths.items())]
+def format_data_summaries(paths: Mapping[str, str]) -> list[str]:
+    """--data-summary of the tables from {draw: summary}: the shared draw's path alone, or ref<N>=PATH per block
+    (parse_data_summaries reads it back)."""
+    return [path if draw == SHARED_DRAW else f"{draw}={path}" for draw, path in paths.items()]
 
 
 def parse_data_summaries(texts: Sequence[str]) -> dict[str, str]:
@@ -62,11 +67,11 @@ def parse_data_summaries(texts: Sequence[str]) -> dict[str, str]:
         name, separator, path = text.partition("=")
         blocked = bool(separator) and name.startswith(prefix) and name[len(prefix) :].isdigit()
         if not blocked:
-            name, path = "shared", text
+            name, path = SHARED_DRAW, text
         if name in summaries:
             raise ValueError(f"--data-summary: {name} is given twice ({summaries[name]} and {path})")
         summaries[name] = path
-    if "shared" in summaries and len(summaries) > 1:
+    if SHARED_DRAW in summaries and len(summaries) > 1:
         raise ValueError(
             f"--data-summary: {sorted(summaries)} mixes the one shared draw's summary with blocks' own; give one path, "
             "or ref<N>=PATH for every block"
