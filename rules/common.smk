@@ -337,6 +337,17 @@ def input_flags(wildcards):
     return " ".join(f"--input {shlex.quote(f'{name}={path}')}" for name, path in current_inputs().items())
 
 
+def pilot_flags():
+    """The command line's --configfile files (relative where they lie under the working directory) and --config
+    settings but seeds, as the tables' --pilot-configfile / --pilot-config: the verdict's suggested commands repeat
+    them, so that a rerun it suggests extends this pilot and not the default."""
+    files = [Path(path).resolve() for path in workflow.config_settings.configfiles]
+    shown = [str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path) for path in files]
+    settings = [text for text in workflow.config_settings.config_args or () if not text.startswith("seeds=")]
+    flags = [f"--pilot-configfile {shlex.quote(path)}" for path in shown]
+    return " ".join(flags + [f"--pilot-config {shlex.quote(text)}" for text in settings])
+
+
 def control_pairs():
     """--control-of of the tables and plots: control_family=main_family,..."""
     return format_pairs(control_families(config["families"]))

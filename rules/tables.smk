@@ -58,12 +58,13 @@ rule aggregate_tables:
         primary=primary_flag(),
         inputs=input_flags,
         data_summaries=data_summary_flags,
+        pilot=pilot_flags(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.tables aggregate --metrics {input.metrics:q} "
         "--data-summary {params.data_summaries} --references {input.references:q} --control-of={params.control_of:q} "
         "--primary {params.primary} "
         "--grid {input.grid:q} --grid-copy {output.grid:q} {params.inputs} --looks {input.looks:q} "
-        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "--out-dir {params.out_dir:q} {params.pilot} > {log:q} 2>&1"
 
 
 rule plots:

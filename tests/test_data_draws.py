@@ -172,8 +172,12 @@ def test_the_dry_run_draws_each_block_its_records_and_wires_each_job_to_its_bloc
     (aggregate,) = (job for job in jobs if job["rule"] == "aggregate_tables")
     assert f"--data-summary ref0={tmp_path}/data/ref0/summary.json ref1=" in aggregate["shell"]
     assert f"--input ref4/test_records={tmp_path}/data/ref4/test.parquet" in aggregate["shell"]
-    shared = dry_run_jobs("--config", f"results={tmp_path}")
+    # the verdict's suggested rerun repeats this pilot's command line, so that it extends the per-block pilot
+    assert f"--pilot-configfile config/per_block.yaml --pilot-config results={tmp_path}" in aggregate["shell"]
+    shared = dry_run_jobs("--config", f"results={tmp_path}", "seeds=3")
     assert [job["output"][0] for job in shared if job["rule"] == "synthetic_sequences"] == [f"{tmp_path}/data/train.parquet"]
+    (aggregate,) = (job for job in shared if job["rule"] == "aggregate_tables")
+    assert aggregate["shell"].endswith(f"--pilot-config results={tmp_path} > {tmp_path}/logs/aggregate_tables.log 2>&1")
 
 
 def test_a_draw_per_block_with_one_entangled_checkpoint_is_refused_before_any_job(tmp_path):

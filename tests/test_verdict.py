@@ -260,6 +260,18 @@ def test_the_seeds_line_over_blocks_sizes_seeds_per_block_and_says_when_the_esti
     assert resolved == "Every take-up and separation line is resolved at the runs trained (10 per arm at most)."
 
 
+def test_the_seeds_line_repeats_the_pilots_own_command_line_with_seeds_raised():
+    """A per-block pilot's verdict must not send its reader to the default pilot: its --configfile files and --config
+    settings come back in the command, seeds set in the same --config flag (a second flag would replace the first)."""
+    from experiments.synthetic_sequences.analysis.verdict_text import PilotCommand, seeds_command, seeds_line
+
+    pilot = PilotCommand(("config/per_block.yaml", "my overlay.yaml"), ("results=results/pb",))
+    command = "snakemake --cores 2 --configfile config/per_block.yaml --configfile 'my overlay.yaml' --config results=results/pb seeds=5"
+    assert seeds_command(5, pilot) == command
+    table = runs(blocked_runs("mean", [1, 0, 0, 1, 0], 2), blocked_runs("sum", [2, 1, 1, 2, 1], 2))
+    assert f"`{command}`" in seeds_line(pd.DataFrame({"endpoint": ["take-up"], "seeds_needed": [23.0]}), table, pilot)
+
+
 def test_a_seed_that_rose_and_fell_back_and_arms_under_other_numerics_are_named():
     """A seed whose I(x;z) crossed the threshold and fell back by the end is not counted as a take-up, and says so; arms
     trained under different numerics are named arm by arm, with the jobs they ran in."""

@@ -52,7 +52,7 @@ from experiments.synthetic_sequences.analysis.metrics_files import (
 from experiments.synthetic_sequences.analysis.run_files import read_json
 from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
-from experiments.synthetic_sequences.analysis.verdict_text import markdown, verdict_markdown
+from experiments.synthetic_sequences.analysis.verdict_text import DEFAULT_PILOT, PilotCommand, markdown, verdict_markdown
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.bindings import (
     Binding,
@@ -92,9 +92,9 @@ def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index().dropna(axis=1, how="all")
 
 
-def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_of, looks, draws) -> None:
+def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_of, looks, draws, pilot: PilotCommand) -> None:
     """verdict.md from the tables (and a beta axis's curve tables, where there are), the runs and control pairs as
-    the fixed tables read them (per beta on an axis)."""
+    the fixed tables read them (per beta on an axis), and the pilot's command line its suggestions repeat."""
     verdict = verdict_markdown(
         tables["verdict"],
         runs,
@@ -106,6 +106,7 @@ def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_
         draws,
         tables.get("beta_curves"),
         tables.get("beta_curve_cells"),
+        pilot,
     )
     with atomic_path(path) as tmp:
         tmp.write_text(verdict)
@@ -138,10 +139,11 @@ def aggregate(
     binding: Binding | None = None,
     looks: Sequence[dict] = (),
     primary: Mapping[tuple[str, str, float], str] | None = None,
+    pilot: PilotCommand = DEFAULT_PILOT,
 ) -> dict[str, pd.DataFrame]:
     """Every table and verdict.md from the runs' metrics files; data_summaries: {draw: its summary's path}, the one
     shared draw or each block's own (data_draws.parse_data_summaries); `primary`: the (family, term, alpha) read on a declared primary
-    endpoint other than take-up (planning/endpoints.py)."""
+    endpoint other than take-up (planning/endpoints.py); `pilot`: the command line the verdict's suggestions repeat."""
     if not metric_paths:
         raise ValueError("aggregate needs at least one run's metrics file")
     metrics, records = read_metrics(metric_paths)
@@ -176,7 +178,7 @@ def aggregate(
         metrics.to_parquet(tmp, index=False)
     for name, table in tables.items():
         write_table(table, out_dir / name, formats=("parquet", "csv") if name == "verdict" else ("parquet", "csv", "md"))
-    write_verdict(out_dir / "verdict.md", tables, arm_runs, arm_controls, looks, draws)
+    write_verdict(out_dir / "verdict.md", tables, arm_runs, arm_controls, looks, draws, pilot)
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables
@@ -212,6 +214,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         "draw per block, ref<N>/train_records, ...), and per reference block ref<N>/train_scores, ref<N>/val_scores, "
         "ref<N>/reference_<mode>, ref<N>/init_decoder (repeat the flag)",
     )
+    combine.add_argument(
+        "--pilot-configfile", action="append", default=[], metavar="PATH", help="the pilot's own --configfile (repeat the flag)"
+    )
+    combine.add_argument(
+        "--pilot-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the pilot's own --config settings but seeds (repeat the flag); the verdict's suggested commands repeat both",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "extract":
@@ -222,7 +234,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             looks = read_looks(args.looks, control_of)
             primary = parse_primary(args.primary)
             summaries = parse_data_summaries(args.data_summary)
-            tables = aggregate(args.metrics, summaries, args.references, args.out_dir, control_of, binding, looks, primary)
+            pilot = PilotCommand(tuple(args.pilot_configfile), tuple(args.pilot_config))
+            tables = aggregate(args.metrics, summaries, args.references, args.out_dir, control_of, binding, looks, primary, pilot)
             keep_grid_record(binding.grid, args.grid_copy or Path(args.out_dir) / tables_grid_file(args.grid))
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
     except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback

@@ -5,7 +5,9 @@ unresolved take-up lines need."""
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -17,6 +19,18 @@ from experiments.synthetic_sequences.analysis.cross_term import glance_frame, mu
 from experiments.synthetic_sequences.analysis.design_text import design_section
 from experiments.synthetic_sequences.analysis.inference import MAX_SEEDS
 from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW
+
+
+@dataclass(frozen=True)
+class PilotCommand:
+    """The pilot's own --configfile files and --config settings (seeds left out): a command the verdict suggests
+    repeats them, so that it extends this pilot and not the default one."""
+
+    configfiles: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
+
+
+DEFAULT_PILOT = PilotCommand()  # `snakemake --cores 2` with no --configfile and no --config
 
 DECISIVE_ENDPOINTS = ("take-up", "separation")  # the question's two outcomes: the seeds line sizes the pilot for them
 
@@ -62,10 +76,18 @@ def seed_table(group_arms: dict[str, pd.DataFrame]) -> str:
     return markdown(frame, floatfmt=".3g")
 
 
-def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame) -> str:
+def seeds_command(seeds: int, pilot: PilotCommand) -> str:
+    """The command that trains a pilot's runs up to `seeds` per arm and block: its own --configfile files and --config
+    settings, with seeds set (one --config flag: a second would replace the first)."""
+    files = "".join(f" --configfile {shlex.quote(path)}" for path in pilot.configfiles)
+    settings = " ".join(shlex.quote(setting) for setting in (*pilot.settings, f"seeds={seeds}"))
+    return f"snakemake --cores 2{files} --config {settings}"
+
+
+def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame, pilot: PilotCommand = DEFAULT_PILOT) -> str:
     """The last line: how many runs the unresolved take-up and separation lines need (an unresolved sum - mean
     contrast, or a control whose share is unclear), as reference blocks x seeds per block, and the command that
-    trains them."""
+    trains them (the pilot's own command line with seeds raised)."""
     decisive = verdict[verdict.endpoint.isin(DECISIVE_ENDPOINTS)]
     needed = decisive.seeds_needed.dropna()
     now = int(runs.groupby(["family", "term", "mode", "alpha"]).size().max())
@@ -81,16 +103,16 @@ def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame) -> str:
     target = int(finite.max())
     if blocks == 1:
         text = f"Seeds needed for the unresolved take-up and separation lines: about {target} per arm (now {now})."
-        command = f"--config seeds={target}"
+        seeds = target
     else:
         per_block = math.ceil(target / blocks)
         text = (
             f"Runs needed for the unresolved take-up and separation lines: about {target} per arm, {blocks} references x "
             f"{per_block} seeds (now {now}: {blocks} x {now // blocks}); more references in place of seeds generalise further."
         )
-        command = f"--config seeds={per_block}"
+        seeds = per_block
     if target > now:
-        text += f" To train them (only the new seeds run): `snakemake --cores 2 {command}`. {REREAD_WARNING}"
+        text += f" To train them (only the new seeds run): `{seeds_command(seeds, pilot)}`. {REREAD_WARNING}"
     else:
         text += " The estimate is not above the seeds run: the observed values sit at the edge of resolving; add seeds."
     if len(finite) < len(needed):
@@ -188,12 +210,13 @@ def verdict_markdown(
     draws: Mapping[str, Mapping] | None = None,
     beta_curves: pd.DataFrame | None = None,
     beta_cells: pd.DataFrame | None = None,
+    pilot: PilotCommand = DEFAULT_PILOT,
 ) -> str:
     """The verdict; given the cross-term table (cross_term.py) and the count of planned take-up contrasts, that table
     first; given a sequential design's look files, its account of the design before the sections and no seeds-needed
     line; given confounds.length_separation and the data summaries ({draw: summary}), what length says, once and per
     term, and over which draws the verdict holds; given a beta
-    axis's shift and cells tables (beta_curves.py), the curves first."""
+    axis's shift and cells tables (beta_curves.py), the curves first; `pilot`: the command line the seeds line repeats."""
     lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs, draws), ""]
     if beta_curves is not None:
         lines += beta_curve_section(beta_curves, beta_cells)
@@ -217,6 +240,6 @@ def verdict_markdown(
     family_arms = arms(runs, control_of)
     for (family, term, alpha), group in verdict.groupby(["family", "term", "alpha"], sort=False):
         lines += group_section(group, term_arms(family_arms[family], term, alpha), length)
-    last = "The sequential design above set the runs; its decisions stand." if looks else seeds_line(verdict, runs)
+    last = "The sequential design above set the runs; its decisions stand." if looks else seeds_line(verdict, runs, pilot)
     lines += ["## Summary", "", markdown(verdict.drop(columns=["verdict", "runs"]), floatfmt=".3g"), "", last]
     return "\n".join(lines) + "\n"
