@@ -124,3 +124,30 @@ def test_the_data_draw_comparison_reads_each_arm_by_block_with_the_verdicts_test
     )
     with pytest.raises(SystemExit, match="no runs table"):
         compare_draws([str(tmp_path / "one"), str(tmp_path / "missing")])
+
+
+def test_the_compile_benchmark_charges_a_variant_its_first_steps_excess_against_what_each_later_step_saves(monkeypatch):
+    """Synthetic step times: eager 30 ms a step; a variant whose first step costs 10 s and whose later ones 20 ms
+    has 10 - 0.02 s of excess over its first 10 steps beyond its own pace, and saves 10 ms a step: repaid after
+    998 steps, so not within a 400-step run; a variant slower than eager never repays."""
+    from bench import compile_step
+
+    def steps(first: float, each: float) -> dict:
+        return {"seconds": [first] + [each] * 19, "losses": [1.0] * 20, "run_steps": 400, "process": 1.0}
+
+    variants = {
+        "eager, 4 length groups": steps(0.03, 0.03),
+        "eager, 1 length group": steps(0.03, 0.04),
+        "compiled, cold cache": steps(10.0, 0.02),
+        "compiled, warm cache": steps(0.03, 0.02),
+    }
+    monkeypatch.setattr(compile_step, "run_variant", lambda name, *_: variants[name])
+    figures = {figure.name: figure for figure in compile_step.measure(steps=20).figures}
+    cold = figures["compiled, cold cache: steps to repay its first 10 steps' excess"]
+    assert cold.value == pytest.approx((10.0 - 0.02) / 0.01) and cold.note == "a 400-step run: not repaid"
+    assert figures["compiled, warm cache: steps to repay its first 10 steps' excess"].note == "a 400-step run: repaid"
+    assert figures["eager, 1 length group: steps to repay its first 10 steps' excess"].note == "a 400-step run: never"
+    assert figures["compiled, cold cache: median step / eager's"].value == pytest.approx(2 / 3)
+    assert "eager, 4 length groups: steps to repay its first 10 steps' excess" not in figures
+    with pytest.raises(ValueError, match="--steps must be more than 10"):
+        compile_step.measure(steps=10)
