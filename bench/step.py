@@ -5,7 +5,8 @@ near its own limit).
 
 Profile: torch.profiler over --profile-steps steps of the trainer's own step (train_step.train_step) on the default
 pilot's discrete model and batches, after a warm-up; each op's self CPU time, summed into matrix products, attention,
-GELU, the optimiser and everything else, as shares of the total (shares, not milliseconds, survive a busy machine).
+GELU, the optimiser and everything else, as shares of the total (shares, not milliseconds, survive a busy machine);
+and the step's matrix products alone: every mm/addmm call of --steps profiled steps replayed with its shapes.
 
 A/B: each candidate trains its own copy of the same initial model on the same batches; every round times a block of
 --steps steps of each in a shuffled order, and a candidate's figure is the median over rounds of its block time over
@@ -102,6 +103,28 @@ def profile_shares(candidate: Candidate, batches) -> dict[str, float]:
     return {label: value / whole for label, value in sorted(totals.items(), key=lambda item: -item[1])}
 
 
+def matrix_product_floor(candidate: Candidate, batches, rounds: int = 5) -> float:
+    """Seconds per step of the step's matrix products alone: every `mm` and `addmm` call of the profiled steps
+    (forward and backward), replayed with its own shapes on random tensors, nothing else in between; the median of
+    `rounds` replays."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        candidate.block(batches)
+    calls = [
+        (getattr(torch, event.name.removeprefix("aten::")), [torch.randn(shape) for shape in event.input_shapes if shape])
+        for event in prof.events()
+        if event.name in ("aten::mm", "aten::addmm")
+    ]
+    replays = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for function, arguments in calls:
+            function(*arguments)
+        replays.append(time.perf_counter() - started)
+    return float(np.median(replays)) / len(batches)
+
+
 def weight_difference(a: torch.nn.Module, b: torch.nn.Module) -> str:
     with torch.no_grad():
         largest = max(float((x - y).abs().max()) for x, y in zip(a.parameters(), b.parameters(), strict=True))
@@ -123,10 +146,14 @@ def measure(rounds: int = 20, steps: int = 4, threads: int = 1, profile_steps: i
     profiled = Candidate(config, inputs, {}, {})
     profiled.block(batches[:steps])  # warm-up
     shares = profile_shares(profiled, batches[:profile_steps])
+    floor = matrix_product_floor(profiled, batches[:steps])
     times = interleaved_times({name: partial(candidate.block, block) for name, candidate in candidates.items()}, rounds)
     baseline = times["baseline"]
     figures = [Figure("step", "default discrete step (batch 32)", float(np.median(baseline)) / steps * 1e3, "ms")]
     figures += [Figure("step profile", f"share of self CPU time: {label}", share * 100, "%") for label, share in shares.items()]
+    step_ms = figures[0].value
+    note = f"{floor / (step_ms / 1e3) * 100:.0f}% of the step"
+    figures.append(Figure("step profile", "its mm/addmm calls alone, replayed with their shapes", floor * 1e3, "ms", note=note))
     for name in list(CANDIDATES)[1:]:
         same = weight_difference(candidates[name].model, candidates["baseline"].model)
         note = f"weights after {candidates[name].step} steps: {same}"

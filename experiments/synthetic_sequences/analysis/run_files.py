@@ -31,6 +31,7 @@ EVAL_SECTIONS = ("latent_usage", "strategy_separation", "samples")
 NUMBER = {"type": "number"}
 NUMERICS_FIELDS = {"cpu_capability": {"type": "string"}, "cpu_model": {"type": "string"}, "threads": {"type": "integer"}}
 NUMERICS_FIELDS |= {"dtype": {"type": "string"}, "torch": {"type": "string"}, "execution": {"type": ["object", "null"]}}
+NUMERICS_FIELDS |= {"gaussian_cross_density": {"type": "string"}}  # absent in runs before it (information.py)
 RESOLVED_FIELDS = {"controls": {"type": "string"}, "beta": NUMBER, "reconstruction_scale": NUMBER}
 METADATA_SCHEMA = {  # what extraction reads of metadata.json (training/cvae_run.py writes it)
     "type": "object",

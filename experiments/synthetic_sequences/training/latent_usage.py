@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from core.disentanglement.information import gaussian_cross_log_density, gaussian_log_density, log_mean_exp
+
 MI_DRAWS = 16  # Monte Carlo draws per example of a continuous I(x;z): its standard error at the take-up threshold (docs/methods.md)
 
 
@@ -31,11 +33,6 @@ def discrete_usage(q: np.ndarray) -> dict:
     }
 
 
-def gaussian_log_density(z: np.ndarray, mu: np.ndarray, logvar: np.ndarray) -> np.ndarray:
-    """log N(z | mu, diag exp(logvar)), summed over the last axis, broadcast over the leading ones."""
-    return -0.5 * (((z - mu) ** 2) / np.exp(logvar) + logvar + math.log(2 * math.pi)).sum(-1)
-
-
 def continuous_usage(mu: np.ndarray, logvar: np.ndarray, seed: int, draws: int = MI_DRAWS) -> dict:
     """Active units (Cov_x(E_q[z]) diagonal > 0.01) and I(x;z) with the split as aggregate posterior, by Monte Carlo:
 
@@ -53,8 +50,7 @@ def continuous_usage(mu: np.ndarray, logvar: np.ndarray, seed: int, draws: int =
     terms = np.empty((draws, len(mu)))  # [M, N]
     for draw in range(draws):
         z = mu + np.exp(0.5 * logvar) * rng.standard_normal(mu.shape)  # [N, D]
-        cross = gaussian_log_density(z[:, None, :], mu[None, :, :], logvar[None, :, :])  # [N, N]: log q(z_i | x_j)
-        log_aggregate = np.logaddexp.reduce(cross, axis=1) - math.log(len(mu))
+        log_aggregate = log_mean_exp(gaussian_cross_log_density(z, mu, logvar), axis=1)  # log q_bar(z_i), [N]
         terms[draw] = gaussian_log_density(z, mu, logvar) - log_aggregate
     return {
         "active_units": int((mu.var(axis=0) > 0.01).sum()),
