@@ -4,7 +4,7 @@
 
 One continuous run of the default pilot's data (the default's discrete family with an 8-dimensional Gaussian z and 2
 samples, as bench.term_costs builds it; raw, mean) trains --train-steps steps, so that its posteriors have spread.
-Then, on that model, each round times in a shuffled order:
+Then, on that model, each round times in a shuffled order (bench.common.interleaved_times, after one warm-up call):
   validation, after     training/validation.validation_metrics as it is (the 500 validation records);
   validation, before    the same with the Gaussian cross densities as they were computed before: the [N, N, D]
                         differences squared, and log q_bar by np.logaddexp.reduce in I(x;z) (difference_of_squares_*);
@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import random
-import statistics
 import tempfile
 import time
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from unittest import mock
 
@@ -29,7 +28,7 @@ import numpy as np
 import torch
 from sklearn.cluster import KMeans
 
-from bench.common import BenchResult, Figure, prepare_run_inputs, print_result, progress, scheduled_batches
+from bench.common import BenchResult, Figure, interleaved_times, prepare_run_inputs, print_result, progress, scheduled_batches
 from bench.losses import Variant
 from bench.term_costs import families
 from core.disentanglement import information
@@ -48,7 +47,7 @@ ROUNDING = 1e-6
 
 def difference_of_squares_cross(z: np.ndarray, mu: np.ndarray, logvar: np.ndarray) -> np.ndarray:
     """log q(z_i | x_j), [N, M], as it was computed before the expanded square: the [N, M, D] differences squared."""
-    return -0.5 * (((z[:, None, :] - mu[None]) ** 2) / np.exp(logvar[None]) + logvar[None] + math.log(2 * math.pi)).sum(-1)
+    return information.gaussian_log_density(z[:, None, :], mu[None], logvar[None])
 
 
 def difference_of_squares_usage(mu: np.ndarray, logvar: np.ndarray, seed: int, draws: int = MI_DRAWS) -> dict:
@@ -130,13 +129,8 @@ def measure(rounds: int = 10, train_steps: int = 100, threads: int = 1) -> Bench
         "k-means of E_q[z]": lambda: KMeans(n_clusters=len(set(strategy)), n_init=10, random_state=SEED).fit(mu),
         "training step": lambda: variant.block(batches[:10]) / 10,
     }
-    times = {name: [] for name in blocks}
-    for round_ in range(rounds):
-        progress(f"round {round_ + 1} of {rounds}")
-        for name in random.Random(round_).sample(list(blocks), len(blocks)):
-            elapsed = timed(blocks[name]) if name != "training step" else blocks[name]()
-            times[name].append(elapsed)
-    median = {name: statistics.median(values) for name, values in times.items()}
+    timed_blocks = {name: block if name == "training step" else partial(timed, block) for name, block in blocks.items()}
+    median = {name: float(np.median(values)) for name, values in interleaved_times(timed_blocks, rounds).items()}
     figures = [Figure("validation", f"{name} (median of {rounds})", value * 1e3, "ms") for name, value in median.items()]
     figures.append(Figure("validation", "validation after / before", median["validation, after"] / median["validation, before"], "x"))
     steps, evaluations = settings["steps"], settings["steps"] // settings["eval_every"]

@@ -47,11 +47,6 @@ def block_draw(reference: int) -> str:
     return REFERENCE_TEMPLATE.format(reference=reference)
 
 
-def draw_name(per_block: bool, reference: int) -> str:
-    """How the tables name the draw a block read: the shared one, or the block's own."""
-    return block_draw(reference) if per_block else SHARED_DRAW
-
-
 def format_data_summaries(paths: Mapping[str, str]) -> list[str]:
     """--data-summary of the tables from {draw: summary}: the shared draw's path alone, or ref<N>=PATH per block
     (parse_data_summaries reads it back)."""
