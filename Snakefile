@@ -74,6 +74,8 @@ CHUNKS = chunk_grid(GRID.values(), seeds_per_job())  # the training jobs
 # the record of what the tables may read, named by its content: rule record_grid writes it (a dry run writes nothing)
 GRID_DOCUMENT = grid_document(GRID.values())
 GRID_RECORD = results(grid_file(GRID_DOCUMENT))
+if workflow.is_main_process:  # a Slurm job's own parse: its main process checked the folder
+    check_results_on_disk()
 
 
 # Seconds-long jobs run where snakemake runs, not as Slurm jobs: a queue wait would exceed their work. Only the
@@ -97,9 +99,9 @@ include: "rules/design.smk"
 include: "rules/tables.smk"
 
 
-# Both targets ask for a sequential design's look files themselves: snakemake leaves a deleted file whose consumers'
-# outputs exist alone, so a look file deleted under finished tables is recomputed only because a target wants it (and
-# a recomputed look is a new file, so the looks after it and the tables follow).
+# Both targets ask for the runs' metrics files and a sequential design's look files themselves: snakemake leaves a
+# deleted file whose consumers' outputs exist alone, so a metrics or look file deleted under finished tables is
+# recomputed only because a target wants it (and a recomputed file is a new one, so the tables follow).
 rule tables:
     input:
         table_files(),
@@ -107,6 +109,7 @@ rule tables:
         plot_files(),
         beta_curve_plot_files(),
         design_look_files,
+        run_metrics,
 
 
 rule all:
@@ -117,3 +120,4 @@ rule all:
         plot_files(),
         beta_curve_plot_files(),
         design_look_files,
+        run_metrics,

@@ -29,11 +29,13 @@ from experiments.synthetic_sequences.planning.bindings import (
     tables_grid_file,
     write_grid,
 )
-from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, chunk_grid, chunk_path
+from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN, check_chunks_trained, chunk_grid, chunk_path, chunk_record
 from experiments.synthetic_sequences.planning.data_draws import (
     SHARED_DRAW,
-    block_data_seed,
     block_draw,
+    check_draws,
+    check_draw_layout,
+    draw_settings,
     data_artifact,
     format_data_summaries,
 )
@@ -42,6 +44,7 @@ from experiments.synthetic_sequences.planning.endpoints import check_design_endp
 from experiments.synthetic_sequences.planning.design_record import check_design_fixed
 from experiments.synthetic_sequences.planning.looks import arm_of, check_design_grid, look_specs, open_arms_of, trained_specs
 from experiments.synthetic_sequences.planning.pairing import check_pairings
+from experiments.synthetic_sequences.planning.pilot_command import PilotCommand
 from experiments.synthetic_sequences.planning.slurm_jobs import check_design_packing
 from experiments.synthetic_sequences.run_layout import (
     CHUNK_TEMPLATE,
@@ -50,7 +53,6 @@ from experiments.synthetic_sequences.run_layout import (
     REFERENCE_ARTIFACTS,
     REFERENCE_TEMPLATE,
     RUN_TEMPLATE,
-    RUNS_FOLDER,
     metrics_path,
     reference_artifact,
     run_directory,
@@ -116,6 +118,16 @@ def check_config():
     check_results_folder(config["results"])
 
 
+def check_results_on_disk():
+    """What the folder already holds, checked before any job: its data draws are the config's (not switched between one
+    shared draw and one per block, not edited or swapped: data_draws.check_draws), and every chunk record's runs are
+    there (chunks.check_chunks_trained). Each refusal's advice ends with this pilot's own command line."""
+    pilot = pilot_command()
+    check_draw_layout(config["results"], per_block_data(), pilot)
+    check_draws(config["results"], config["data"], per_block_data(), references(), pilot)
+    check_chunks_trained(config["results"], CHUNKS, pilot)
+
+
 def check_results_folder(folder):
     """A results folder the workflow can own: not the filesystem root, no '~' (no shell expands it here), no wildcard braces."""
     if os.path.abspath(folder) == "/":
@@ -177,11 +189,8 @@ def data_file(name, reference="{reference}", **fields):
 
 
 def data_flags(wildcards):
-    """The generator's settings; with a draw per block, the block's own data seed (data_draws.block_data_seed)."""
-    data = {name: value for name, value in config["data"].items() if name != "per_block"}
-    if per_block_data():
-        data["seed"] = block_data_seed(data["seed"], int(wildcards.reference))
-    return cli_arguments(data)
+    """The generator's settings; with a draw per block, the block's own data seed (data_draws.draw_settings)."""
+    return cli_arguments(draw_settings(config["data"], per_block_data(), int(wildcards.reference) if per_block_data() else 0))
 
 
 def draw_log(folder, extension):
@@ -253,7 +262,7 @@ def run_chunk(wildcards):
     spec = GRID.get(RUN.format(**wildcards))
     if spec is None:
         raise ValueError(f"run {RUN.format(**wildcards)} is not in the config's grid")
-    return results(f"{RUNS_FOLDER}/{chunk_path(spec, seeds_per_job())}.json")
+    return chunk_record(config["results"], chunk_path(spec, seeds_per_job()))
 
 
 def run_folder(wildcards):
@@ -337,15 +346,14 @@ def input_flags(wildcards):
     return " ".join(f"--input {shlex.quote(f'{name}={path}')}" for name, path in current_inputs().items())
 
 
+def pilot_command():
+    """This pilot's own command line (planning/pilot_command.py): what every command the pipeline prints repeats."""
+    return PilotCommand.of_workflow(workflow.config_settings.configfiles, workflow.config_settings.config_args)
+
+
 def pilot_flags():
-    """The command line's --configfile files (relative where they lie under the working directory) and --config
-    settings but seeds, as the tables' --pilot-configfile / --pilot-config: the verdict's suggested commands repeat
-    them, so that a rerun it suggests extends this pilot and not the default."""
-    files = [Path(path).resolve() for path in workflow.config_settings.configfiles]
-    shown = [str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path) for path in files]
-    settings = [text for text in workflow.config_settings.config_args or () if not text.startswith("seeds=")]
-    flags = [f"--pilot-configfile {shlex.quote(path)}" for path in shown]
-    return " ".join(flags + [f"--pilot-config {shlex.quote(text)}" for text in settings])
+    """The tables' --pilot-configfile / --pilot-config: the verdict's suggested commands and the tables' refusals repeat them."""
+    return pilot_command().flags()
 
 
 def control_pairs():
@@ -425,7 +433,7 @@ def config_design():
         check_design_grid(design, references(), top_seeds(), config["families"], seeds_per_job())
         check_design_endpoints(declared_primary(config["families"]))
         check_decidable(design, arm_groups().values())
-        check_design_fixed(config["results"], design, config.get("design_reset", False))
+        check_design_fixed(config["results"], design, config.get("design_reset", False), pilot_command())
         previous = None
         for look in design.looks:
             if not os.path.exists(look_file(look.number)) or (previous is not None and not open_arms_of(previous)):
@@ -457,7 +465,7 @@ def verified_look_file(design, look, previous):
         control_of = control_families(config["families"])
         opened = open_arms_of(previous) if previous else None
         expected = [spec.path for spec in look_specs(GRID.values(), control_of, references(), top_seeds(), design.looks[look - 1], opened)]
-        VERIFIED_LOOKS[key] = verified_look(path, design, control_of, previous, expected, require_runs=False)
+        VERIFIED_LOOKS[key] = verified_look(path, design, control_of, previous, expected, require_runs=False, pilot=pilot_command())
     return VERIFIED_LOOKS[key]
 
 

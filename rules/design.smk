@@ -21,7 +21,8 @@ checkpoint design_look:
         design=design_flag(),
         control_of=control_pairs(),
         reset=reset_flag(),
+        pilot=pilot_flags(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.look_files --look {wildcards.look} --design {params.design} "
         "--control-of={params.control_of:q} --metrics {input.metrics:q} --previous {input.previous:q} {params.reset} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--out {output:q} {params.pilot} > {log:q} 2>&1"

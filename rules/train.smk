@@ -12,7 +12,7 @@ rule train_run:
     output:
         # the chunk's record, written last; each seed's own files (run_layout.RUN_OUTPUTS) are the trainer's, in
         # its run directory, checked by extract_metrics
-        results(f"{RUNS_FOLDER}/{CHUNK}.json"),
+        chunk_record(config["results"], CHUNK),
     log:
         results(f"logs/train_run/{CHUNK}.log"),
     benchmark:

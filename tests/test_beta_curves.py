@@ -142,6 +142,8 @@ def test_each_reading_follows_its_rule(low, high, parallel_p, said):
         (math.log(4.0), math.log(5.0), 3.0, "a larger shift than the scale predicts"),
         (-math.inf, math.log(0.9), 1 / 6.57, "cannot be resolved"),  # sum at its ceiling at every beta: open below
         (math.log(0.3), math.log(0.9), 1.0, "a larger shift than the scale predicts"),  # any shift, where none is predicted
+        (math.log(0.1), math.log(1.3), 1 / 6.57, "cannot tell a shift of 1 from the scale's"),  # identical curves, a wide interval
+        (math.log(0.9), math.log(1.1), 1.0, "as the scale predicts"),  # where the scale predicts no shift, 1 is the prediction
     ],
 )
 def test_k_is_read_against_the_scale_prediction(low, high, predicted, said):

@@ -18,10 +18,9 @@ from experiments.synthetic_sequences.analysis.curves import (
 from experiments.synthetic_sequences.analysis.metrics_files import run_metrics, runs_table, write_metrics
 from experiments.synthetic_sequences.analysis.run_files import validation_rows
 from experiments.synthetic_sequences.analysis.tables import aggregate, curves_table
+from experiments.synthetic_sequences.generate import SequenceConfig, generate
 from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW
 from experiments.synthetic_sequences.training.train_step import train_diagnostics
-
-STRATEGY_ROWS = [{"task": "count", "strategy": "direct", "count": 4000, "mean": 3.0, "min": 3, "max": 3}]  # summary.json's
 
 
 def curve(recon, mi, every=100):
@@ -155,15 +154,7 @@ def test_aggregation_writes_every_table_without_an_empty_row_or_column(tmp_path)
             path.parent.mkdir(exist_ok=True)
             write_metrics(frame, path)
             metrics.append(path)
-    summary = {
-        split: {
-            "length_only_strategy_accuracy": {"overall": 0.7},
-            "y_length": {"mean": 6.0, "min": 3, "max": 12},
-            "by_task_strategy": STRATEGY_ROWS,
-        }
-        for split in ("train", "val", "test")
-    }
-    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    generate(SequenceConfig(n_train=200, n_val=60, n_test=60, min_size=1, max_size=3, tasks=("sort", "count")), tmp_path)  # summary.json
     references = []
     for mode, c_base in (("mean", 0.3), ("sum", 1.8)):
         references.append(tmp_path / f"{mode}.json")

@@ -83,7 +83,7 @@ def test_a_run_is_held_to_its_own_blocks_draw_and_one_trained_on_another_blocks_
     # trained on block 1's records, with block 2's own scores and c_base, under block 2's path
     with pytest.raises(BindingError, match=r"main/ref2/raw_mean_0/seed0 \(test_records, train_records, val_records\)") as refused:
         check_inputs([run_of(1, 1), run_of(2, 1)], current, "results")
-    assert "rm -r results/runs/main/ref2/raw_mean_0/seed0" in str(refused.value)
+    assert str(refused.value).endswith("Retrain them: snakemake --cores 2 --forcerun train_run")  # no chunk record on disk
     # a run of the shared draw read where each block has its own: its records match no block's
     shared = {**run_of(1, 1), "inputs_sha256": {**recorded(1, 1), **{name: f"sha-{name}" for name in RECORDS}}}
     with pytest.raises(BindingError, match=r"main/ref1/raw_mean_0/seed0 \(test_records, train_records, val_records\)"):
@@ -177,7 +177,9 @@ def test_the_dry_run_draws_each_block_its_records_and_wires_each_job_to_its_bloc
     shared = dry_run_jobs("--config", f"results={tmp_path}", "seeds=3")
     assert [job["output"][0] for job in shared if job["rule"] == "synthetic_sequences"] == [f"{tmp_path}/data/train.parquet"]
     (aggregate,) = (job for job in shared if job["rule"] == "aggregate_tables")
-    assert aggregate["shell"].endswith(f"--pilot-config results={tmp_path} > {tmp_path}/logs/aggregate_tables.log 2>&1")
+    # the whole --config, seeds included: a refusal's advice repeats it (the seeds line sets its own)
+    log = f"{tmp_path}/logs/aggregate_tables.log"
+    assert aggregate["shell"].endswith(f"--pilot-config results={tmp_path} --pilot-config seeds=3 > {log} 2>&1")
 
 
 def test_a_draw_per_block_with_one_entangled_checkpoint_is_refused_before_any_job(tmp_path):

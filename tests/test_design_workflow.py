@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -228,14 +229,19 @@ def test_a_look_recomputed_after_metrics_files_were_edited_reads_the_runs_not_th
         write_metrics(frame, path)
     refused = rerun(config, results, "-n")
     assert refused.returncode != 0 and "the look was made from other runs" in lines(refused)
-    shutil.rmtree(results / "design")
-    recomputed = rerun(config, results)
+    pilot = f"snakemake --cores 2 --configfile {config} --config results={results}"
+    looks = f"{results}/design/look1.json {results}/design/look2.json"
+    assert f"recompute it from the runs on disk: rm {looks}; then {pilot}" in lines(refused)
+    subprocess.run(["rm", *looks.split()], check=True)  # the advice, word for word
+    recomputed = snakemake(*shlex.split(pilot)[1:])
     assert recomputed.returncode != 0
+    # the look's refusal, on the console (show-failed-logs) as in its log
+    assert "error: 4 metrics files are not what extracting their runs gives today, the first " in lines(recomputed)
     log = (results / "logs" / "design_look" / "look1.log").read_text()
-    assert "error: 4 metrics files are not what extracting their runs gives today, the first " in log
-    assert "took_up (run): 1.0 in the file, 0.0 from the run" in log and "--forcerun extract_metrics" in log
-    advised = ("tables", "--cores", "2", "--forcerun", "extract_metrics")  # the refusal's command, with the same config
-    followed = snakemake(*advised, "--configfile", str(config), "--config", f"results={results}")
+    assert "took_up (run): 1.0 in the file, 0.0 from the run" in log
+    advised = f"snakemake --cores 2 tables --forcerun extract_metrics --configfile {config} --config results={results}"
+    assert log.rstrip().endswith(f"re-extract without retraining: {advised}")
+    followed = snakemake(*shlex.split(advised)[1:])
     assert followed.returncode == 0, lines(followed)[-3000:]
     assert [without_time(look(results, k)) for k in (1, 2)] == before
     runs = pd.read_parquet(results / "tables" / "runs.parquet")
@@ -259,8 +265,11 @@ def test_a_design_is_fixed_by_its_first_look_even_after_its_look_files_go(copied
     refused = rerun(changed, results, "-n")
     assert refused.returncode != 0
     assert "design.json: this results folder's looks were read under pocock spending, looks 1x4, 1x8, at most 8" in lines(refused)
-    assert "design_reset=True" in lines(refused)
-    reset = rerun(changed, results, "design_reset=True")
+    # the advice, followed word for word: the pilot's own command with design_reset=True (no looks are left to remove)
+    advice = lines(refused).split("To start over under the new design anyway (the verdict names the earlier one): ")[1]
+    command = shlex.split(advice.split("; or, forgetting")[0])
+    assert command == ["snakemake", "--cores", "2", "--configfile", str(changed), "--config", f"results={results}", "design_reset=True"]
+    reset = snakemake(*command[1:], timeout=600)
     assert reset.returncode == 0, lines(reset)[-3000:]
     verdict = (results / "tables" / "verdict.md").read_text()
     assert "An earlier design was read first**: pocock spending, looks 1x4, 1x8, at most 8 runs per arm" in verdict

@@ -16,11 +16,13 @@ from experiments.synthetic_sequences.analysis.look_files import LOOK_SCHEMA, loo
 from experiments.synthetic_sequences.analysis.metrics_files import RUN_COLUMNS, RUN_RECORD, RUN_RECORD_SCHEMA, read_metrics
 from experiments.synthetic_sequences.analysis.run_files import METADATA_SCHEMA, read_finished_run
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER, GRID_SCHEMA, Binding, BindingError
+from experiments.synthetic_sequences.planning.data_draws import RECORDS_SHA256, SUMMARY_SCHEMA, DrawError, read_summary
 from experiments.synthetic_sequences.planning.design import Design, DesignError, Look, design_record
 from experiments.synthetic_sequences.planning.design_record import DESIGN_RECORD, DESIGN_RECORD_SCHEMA, read_design_record
 from experiments.synthetic_sequences.planning.record_shape import shape_error
 from experiments.synthetic_sequences.planning.results_lock import LOCK_FILE, LOCK_SCHEMA, ResultsInUse, check_free, identity
-from experiments.synthetic_sequences.run_layout import METADATA, RUN_OUTPUTS
+from experiments.synthetic_sequences.run_layout import CHUNK_RECORD_SCHEMA, METADATA, RUN_OUTPUTS, GridError, read_chunk_record
+from experiments.synthetic_sequences.splits import SPLITS
 
 DESIGN = Design((Look(1, 1, 4), Look(2, 1, 8)), "pocock", 8)
 RUN = "discrete/ref0/raw_sum_0/seed0"
@@ -85,6 +87,22 @@ def metrics_run_record(folder: Path) -> tuple[Path, dict]:
     return folder / "metrics.parquet", {"run": RUN, **run, "settings": {"optim.steps": 10}, "inputs_sha256": {"reference": "1" * 64}}
 
 
+def data_summary(folder: Path) -> tuple[Path, dict]:
+    split = {
+        "records": 60,
+        "y_length": {"mean": 6.5, "min": 2, "max": 12},
+        "length_only_strategy_accuracy": {"overall": 0.7, "sort": 0.8},
+        "by_task_strategy": [{"task": "sort", "strategy": "direct", "count": 30, "mean": 3.0, "min": 2, "max": 5}],
+    }
+    record = {"config": {"seed": 0, "n_train": 60}, "vocab_size": 30, RECORDS_SHA256: dict.fromkeys(SPLITS, "2" * 64)}
+    return folder / "data" / "summary.json", {**record, **{name: json.loads(json.dumps(split)) for name in SPLITS}}
+
+
+def chunk_record(folder: Path) -> tuple[Path, dict]:
+    runs = {"0": {"run_dir": str(folder / RUN), "metadata_sha256": "3" * 64}}
+    return folder / "runs" / "discrete" / "ref0" / "raw_sum_0" / "seeds0-0.json", {"seeds": [0], "runs": runs, "written": "2026-12-04"}
+
+
 def write_run(path: Path, record: dict) -> None:
     for name in RUN_OUTPUTS:
         (path.parent / name).write_bytes(OUTPUT_BYTES)
@@ -103,6 +121,8 @@ RECORDS = {  # name: (a valid record and its path, the reader, the error it rais
     "results lock": (lock_file, read_lock_file, ResultsInUse),
     "run metadata": (run_metadata, lambda path: read_finished_run(path.parent), ValueError),
     "metrics run record": (metrics_run_record, lambda path: read_metrics([path]), ValueError),
+    "data summary": (data_summary, lambda path: read_summary(path, "redraw it"), DrawError),
+    "chunk record": (chunk_record, lambda path: read_chunk_record(path, "train the chunk again"), GridError),
 }
 WRITERS = {"run metadata": write_run, "metrics run record": write_metrics_record}  # the others are JSON files
 # a field whose absence or wrong type has a message of its own, that says more than its shape
@@ -117,6 +137,8 @@ SCHEMAS = {
     "results lock": LOCK_SCHEMA,
     "run metadata": METADATA_SCHEMA,
     "metrics run record": RUN_RECORD_SCHEMA,
+    "data summary": SUMMARY_SCHEMA,
+    "chunk record": CHUNK_RECORD_SCHEMA,
 }
 
 
@@ -162,3 +184,34 @@ def test_a_valid_record_has_no_shape_error_and_a_non_object_is_named(tmp_path, n
     _, record = RECORDS[name][0](tmp_path)
     assert shape_error(record, schema) is None
     assert shape_error([record], schema) == "the record is not of type object"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        (("train", "y_length", "mean"), 20.0, "train.y_length has mean 20.0 outside [min 2, max 12]"),
+        (("val", "length_only_strategy_accuracy", "overall"), 1.5, "field val.length_only_strategy_accuracy.overall is 1.5"),
+        (("test", "records"), 0, "field test.records is 0"),
+        (("config", "seed"), -1, "field config.seed is -1"),
+        ((RECORDS_SHA256, "train"), "not a hash", "field records_sha256.train is 'not a hash', not a sha256"),
+    ],
+)
+def test_a_data_summary_out_of_its_ranges_is_refused_naming_the_field(tmp_path, field, value, message):
+    path, record = data_summary(tmp_path)
+    target = record
+    for key in field[:-1]:
+        target = target[key]
+    target[field[-1]] = value
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(record))
+    with pytest.raises(DrawError) as refused:
+        read_summary(path, "redraw it")
+    assert str(refused.value).startswith(f"{path}: ") and message in str(refused.value) and str(refused.value).endswith("; redraw it")
+
+
+def test_a_chunk_record_whose_runs_are_not_its_seeds_is_refused(tmp_path):
+    path, record = chunk_record(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({**record, "seeds": [0, 1]}))
+    with pytest.raises(GridError, match=r"seeds0-0.json: its runs \['0'\] are not its seeds \[0, 1\]; train the chunk again$"):
+        read_chunk_record(path, "train the chunk again")

@@ -121,6 +121,27 @@ def test_splits_differ_and_records_round_trip(tmp_path):
     assert summary["train"]["records"] == 600
 
 
+def test_a_summary_is_bound_to_its_records_and_its_statistics_to_what_they_give(tmp_path):
+    """The summary records each split's sha256 (the Snakefile holds the records to it) and statistics that its records
+    give back exactly; an edit of either statistic is named with the value the records give."""
+    from core.disentanglement.artifacts import sha256_file
+    from experiments.synthetic_sequences.generate import statistics_differences
+    from experiments.synthetic_sequences.planning.data_draws import RECORDS_SHA256, read_summary
+
+    generate(SMALL, tmp_path)
+    summary = read_summary(tmp_path / "summary.json", "redraw it")
+    assert summary[RECORDS_SHA256] == {split: sha256_file(tmp_path / f"{split}.parquet") for split in SPLITS}
+    records = {split: pd.read_parquet(tmp_path / f"{split}.parquet") for split in SPLITS}
+    assert statistics_differences(summary, records) == []
+    drawn = summary["train"]["y_length"]["mean"]
+    summary["train"]["y_length"]["mean"] = drawn + 0.25
+    summary["test"]["length_only_strategy_accuracy"]["overall"] = 0.5
+    assert statistics_differences(summary, records) == [
+        f"train.y_length.mean {drawn + 0.25!r}, its records give {drawn!r}",
+        f"test.length_only_strategy_accuracy.overall 0.5, its records give {records['test'].pipe(length_only_accuracy)!r}",
+    ]
+
+
 def test_length_overlap_knob_makes_length_less_telling():
     accuracy = {}
     for overlap in (0.0, 1.0):

@@ -262,14 +262,30 @@ def test_the_seeds_line_over_blocks_sizes_seeds_per_block_and_says_when_the_esti
 
 def test_the_seeds_line_repeats_the_pilots_own_command_line_with_seeds_raised():
     """A per-block pilot's verdict must not send its reader to the default pilot: its --configfile files and --config
-    settings come back in the command, seeds set in the same --config flag (a second flag would replace the first)."""
-    from experiments.synthetic_sequences.analysis.verdict_text import PilotCommand, seeds_command, seeds_line
+    settings come back in the command, every file after one --configfile and seeds set in the same --config flag
+    (snakemake keeps only the last of a repeated flag), the pilot's own seeds replaced."""
+    from experiments.synthetic_sequences.analysis.verdict_text import seeds_command, seeds_line
+    from experiments.synthetic_sequences.planning.pilot_command import PilotCommand
 
-    pilot = PilotCommand(("config/per_block.yaml", "my overlay.yaml"), ("results=results/pb",))
-    command = "snakemake --cores 2 --configfile config/per_block.yaml --configfile 'my overlay.yaml' --config results=results/pb seeds=5"
+    pilot = PilotCommand(("config/per_block.yaml", "my overlay.yaml"), ("results=results/pb", "seeds=2"))
+    command = "snakemake --cores 2 --configfile config/per_block.yaml 'my overlay.yaml' --config results=results/pb seeds=5"
     assert seeds_command(5, pilot) == command
     table = runs(blocked_runs("mean", [1, 0, 0, 1, 0], 2), blocked_runs("sum", [2, 1, 1, 2, 1], 2))
     assert f"`{command}`" in seeds_line(pd.DataFrame({"endpoint": ["take-up"], "seeds_needed": [23.0]}), table, pilot)
+
+
+def test_the_reread_warning_offers_a_way_that_fits_the_pilot():
+    """The default pilot has a sequential twin to run; another pilot is told to declare a design; a beta axis, which a
+    sequential design refuses, is offered none."""
+    from experiments.synthetic_sequences.analysis.verdict_text import reread_warning
+    from experiments.synthetic_sequences.planning.pilot_command import PilotCommand
+
+    default = reread_warning(PilotCommand(), beta_axis=False)
+    assert default.endswith("run the sequential design instead: `snakemake --cores 2 --configfile config/sequential.yaml`.")
+    own = reread_warning(PilotCommand(("config/per_block.yaml",)), beta_axis=False)
+    assert own.endswith("give this pilot a sequential design (config/sequential.yaml's `design:` block, in a results folder of its own).")
+    curve = reread_warning(PilotCommand(("config/curve.yaml",)), beta_axis=True)
+    assert "a sequential design does not take a beta axis" in curve and "snakemake" not in curve
 
 
 def test_a_seed_that_rose_and_fell_back_and_arms_under_other_numerics_are_named():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -23,9 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.disentanglement.artifacts import write_json
+from core.disentanglement.artifacts import sha256_file, write_json
 from core.disentanglement.cli import add_settings_flags, setting
 from core.disentanglement.records import write_records
+from experiments.synthetic_sequences.planning.data_draws import DATA_ARTIFACTS, RECORDS_SHA256
 from experiments.synthetic_sequences.splits import SPLITS
 from experiments.synthetic_sequences.tasks import DIRECT, TASKS, VOCAB, render_output
 
@@ -158,12 +160,29 @@ def generate(config: SequenceConfig, out_dir: str | Path) -> dict:
     frames = {split: generate_split(config, split) for split in SPLITS}
     for split in EVALUATED_SPLITS:
         check_evaluable(config, split, frames[split])
-    summary = {"config": asdict(config), "vocab_size": len(VOCAB)}
+    summary = {"config": asdict(config), "vocab_size": len(VOCAB), RECORDS_SHA256: {}}
     for split, frame in frames.items():
-        write_records(frame, out_dir / f"{split}.parquet", vocab=list(VOCAB), split=split, metadata=asdict(config))
+        path = out_dir / DATA_ARTIFACTS["records"].format(split=split)
+        write_records(frame, path, vocab=list(VOCAB), split=split, metadata=asdict(config))
         summary[split] = summarise(frame)
-    write_json(summary, out_dir / "summary.json")
+        summary[RECORDS_SHA256][split] = sha256_file(path)  # binds the summary to its records (data_draws.check_draw)
+    write_json(summary, out_dir / DATA_ARTIFACTS["summary"])
     return summary
+
+
+def statistics_differences(summary: dict, records: dict[str, pd.DataFrame]) -> list[str]:
+    """Where a summary's statistics of each split differ from those its records give ('train.y_length.mean 1.0, its
+    records give 6.57'): a summary edited after drawing."""
+
+    def differences(recorded, computed, where: str) -> list[str]:
+        if isinstance(recorded, dict) and isinstance(computed, dict):
+            keys = sorted(set(recorded) | set(computed))
+            return [line for key in keys for line in differences(recorded.get(key), computed.get(key), f"{where}.{key}")]
+        return [] if recorded == computed else [f"{where} {recorded!r:.40}, its records give {computed!r:.40}"]
+
+    # through JSON, as the summary was written: tuples as lists, numpy numbers as plain ones, floats exact
+    computed = {split: json.loads(json.dumps(summarise(frame))) for split, frame in records.items()}
+    return [line for split in records for line in differences(summary[split], computed[split], split)]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -10,7 +10,8 @@
             metadata.json           written last; its `finished`, the time the run ended, marks the run finished,
                                     beside the sha256 of its inputs and of every other output
             resume.pt               in the first seed's directory of a chunk that is not done: the chunk's state
-        seeds{first}-{last}.json    a chunk's record (CHUNK_TEMPLATE), written once all its seeds finished
+        seeds{first}-{last}.json    a chunk's record (CHUNK_TEMPLATE), written once all its seeds finished: the trainer
+                                    seeds it trained, each one's directory and metadata.json's sha256 (write_chunk_record)
 
 A run on a beta axis (a family's or run entry's `betas:`) carries its beta in its key, `raw_sum_0_b0.05`: each beta
 is an arm of its own. A run without one has the key it always had, `raw_sum_0` (its beta is its family's).
@@ -29,7 +30,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from core.disentanglement.artifacts import sha256_file, write_json
 from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, parse_aggregation_mode
+from experiments.synthetic_sequences.planning.record_shape import SHA256, read_record
 
 RUNS_FOLDER = "runs"  # under the results folder
 LOOK_TEMPLATE = "design/look{look}.json"  # a sequential design's look k, under the results folder (analysis/look_files.py)
@@ -218,3 +221,38 @@ def reference_artifact(name: str, reference: int, **fields) -> str:
 def run_directory(results: str, path: str) -> str:
     """A run's directory under the results folder, from its path (RUN_TEMPLATE)."""
     return f"{results}/{RUNS_FOLDER}/{path}"
+
+
+CHUNK_RECORD_SCHEMA = {  # write_chunk_record's record
+    "type": "object",
+    "required": ["seeds", "runs", "written"],
+    "properties": {
+        "seeds": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
+        "runs": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["run_dir", "metadata_sha256"],
+                "properties": {"run_dir": {"type": "string"}, "metadata_sha256": SHA256},
+            },
+        },
+        "written": {"type": "string"},
+    },
+}
+
+
+def write_chunk_record(path: str | Path, run_dirs: Mapping[int, str | Path], written: str) -> None:
+    """A chunk's record, written by its training job last, when every seed has finished: the trainer seeds it trained
+    ({trainer seed: its run directory}) and the sha256 of each one's metadata.json."""
+    runs = {}
+    for seed, run_dir in run_dirs.items():
+        runs[str(seed)] = {"run_dir": str(run_dir), "metadata_sha256": sha256_file(RunLayout(run_dir).metadata)}
+    write_json({"seeds": list(run_dirs), "runs": runs, "written": written}, path)
+
+
+def read_chunk_record(path: str | Path, advice: str) -> dict:
+    """A chunk's record, checked for shape; `advice` ends a refusal."""
+    record = read_record(path, CHUNK_RECORD_SCHEMA, advice, GridError)
+    if sorted(record["runs"]) != sorted(map(str, record["seeds"])):
+        raise GridError(f"{path}: its runs {sorted(record['runs'])} are not its seeds {record['seeds']}; {advice}")
+    return record

@@ -19,9 +19,9 @@ Readings, first that applies (docs/methods.md, "Take-up curves over beta"):
     no shift            k's interval lies inside [1/1.5, 1.5]
     a shift             k's interval excludes 1
     cannot be resolved  anything else; with the runs per beta that would resolve it (the interval narrows as 1/sqrt(n))
-A term with a predicted k (raw: 1 / the train split's mean supervised token count) is read against it too: as the
-scale predicts (a bounded interval holds it), a smaller or a larger shift (the interval on one side), or cannot be
-resolved (an open interval holds it). statsmodels fits every model; scipy finds the interval's ends.
+A predicted k (raw: 1 / the train split's mean token count) is read against too: as the scale predicts (a bounded
+interval holds it, not 1), cannot tell a shift of 1 from the scale's (holds both), a smaller or a larger shift (the
+interval on one side), or cannot be resolved (an open interval). statsmodels fits; scipy finds the interval's ends.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from experiments.synthetic_sequences.analysis.contrasts import PRIMARY
 from experiments.synthetic_sequences.analysis.inference import ALPHA
 
 MARGIN = 1.5  # "no shift": k's interval inside [1/MARGIN, MARGIN]
+NEITHER = "cannot tell a shift of 1 from the scale's"  # an interval that holds both k = 1 and the predicted k
 LOG_K_LIMIT = math.log(1000.0)  # the profile is searched this far each way; an end not reached is open
 BOOTSTRAP_DRAWS = 200
 KEYS = ["family", "term", "alpha"]
@@ -170,11 +171,11 @@ def reading(log_low: float, log_high: float, parallel_p: float) -> str:
 
 
 def against_prediction(log_low: float, log_high: float, predicted: float) -> str:
-    """k's interval against a predicted k: holds it, or lies on one side (nearer 1 is a smaller shift); an open
-    interval that holds it says nothing."""
+    """k's interval against a predicted k, as the module docstring reads it (nearer 1 on one side: a smaller shift)."""
     log_predicted = math.log(predicted)
     if log_low <= log_predicted <= log_high:
-        return "as the scale predicts" if math.isfinite(log_low) and math.isfinite(log_high) else "cannot be resolved"
+        bounded, holds_one = math.isfinite(log_low) and math.isfinite(log_high), log_predicted != 0 and log_low <= 0 <= log_high
+        return "cannot be resolved" if not bounded else NEITHER if holds_one else "as the scale predicts"
     # the interval lies between the prediction and 1 (no shift): sum moves the curve less far than the scale would
     between = log_low > log_predicted if log_predicted < 0 else log_predicted > 0 and log_high < log_predicted
     return "a smaller shift than the scale predicts" if between else "a larger shift than the scale predicts"
@@ -185,9 +186,8 @@ def runs_to_resolve(log_k: float, log_low: float, log_high: float, runs_per_beta
     at the estimate, or to fit inside the margin, whichever needs fewer; nan for an open interval."""
     if not (math.isfinite(log_low) and math.isfinite(log_high)):
         return math.nan
-    half = (log_high - log_low) / 2
     needed = max(abs(log_k), math.log(MARGIN) - abs(log_k))
-    return math.ceil(runs_per_beta * (half / needed) ** 2)
+    return math.ceil(runs_per_beta * ((log_high - log_low) / 2 / needed) ** 2)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
@@ -42,10 +43,21 @@ from experiments.synthetic_sequences.planning.design import (
 )
 from experiments.synthetic_sequences.planning.design_record import record_design
 from experiments.synthetic_sequences.planning.grid import parse_control_of
+from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
 from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
 from experiments.synthetic_sequences.run_layout import LOOK_TEMPLATE, metrics_path
 
-RECOMPUTE = "delete it (and the looks after it) and rerun to recompute it from the runs on disk"
+
+def recompute_advice(path: str | Path, pilot: PilotCommand) -> str:
+    """How to recompute a look from the runs on disk: it and the looks after it go (the targets ask for every look
+    file, so they are made again), then the pilot's own command."""
+    path = Path(path)
+    number = look_number(path) or 0
+    later = sorted((other for other in path.parent.glob("*.json") if (look_number(other) or 0) > number), key=look_number)
+    return f"recompute it from the runs on disk: rm {shlex.join(map(str, [path, *later]))}; then {pilot.command()}"
+
+
+
 GROUP_SCHEMA = {  # sequential.look_groups' entries
     "type": "object",
     "required": ["family", "term", "alpha", "decisions", "train_next"],
@@ -102,38 +114,46 @@ def look_number(look_path: str | Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def read_look(path: str | Path, design: Design) -> dict:
+def read_look(path: str | Path, design: Design, pilot: PilotCommand = DEFAULT_PILOT) -> dict:
     """A look's file, checked against itself: readable, unedited, of this design, the look its name says. Raises
     DesignError naming the file and what to do."""
     path = Path(path)
+    recompute = recompute_advice(path, pilot)
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        raise DesignError(f"{path}: not a readable look file ({err}); {RECOMPUTE}") from err
-    check_shape(document, LOOK_SCHEMA, path, RECOMPUTE, DesignError)
+        raise DesignError(f"{path}: not a readable look file ({err}); {recompute}") from err
+    check_shape(document, LOOK_SCHEMA, path, recompute, DesignError)
     body = {name: value for name, value in document.items() if name != "sha256"}
     if document["sha256"] != sha256_json(body):
-        raise DesignError(f"{path}: its content does not match its sha256 (edited by hand?); {RECOMPUTE}")
+        raise DesignError(f"{path}: its content does not match its sha256 (edited by hand?); {recompute}")
     if document["design"] != design_record(design):
         raise DesignError(
-            f"{path}: made under another design than the config's; a design cannot change between looks: delete "
-            f"{path.parent} (and the runs it trained, if they should not count) and rerun"
+            f"{path}: made under another design than the config's; a design cannot change between looks: its looks go "
+            f"(and the runs they trained too, if those should not count): rm -r {shlex.quote(str(path.parent))}; then {pilot.command()}"
         )
     if document["look"] != look_number(path):
-        raise DesignError(f"{path}: holds look {document['look']}, not the look its name says; {RECOMPUTE}")
+        raise DesignError(f"{path}: holds look {document['look']}, not the look its name says; {recompute}")
     return document
 
 
-def check_look_runs(document: Mapping, path: str | Path, previous: Mapping | None, expected_runs: Collection[str] | None) -> None:
+def check_look_runs(
+    document: Mapping,
+    path: str | Path,
+    previous: Mapping | None,
+    expected_runs: Collection[str] | None,
+    pilot: PilotCommand = DEFAULT_PILOT,
+) -> None:
     """A look file against the look before it and the runs it read; raises DesignError naming the file and the first
     disagreement. A run whose metrics file is missing is passed over (its extraction job writes it again, and the
     next reader checks it); expected_runs, where given, are the runs the config assigns to this look."""
     path = Path(path)
+    recompute = recompute_advice(path, pilot)
     wanted = previous["sha256"] if previous else None
     if document["previous_sha256"] != wanted:
         before = f"the seal of look {previous['look']} ({str(wanted)[:12]})" if previous else "none at look 1"
         raise DesignError(
-            f"{path}: its previous_sha256 ({str(document['previous_sha256'])[:12]}) is not {before}; it follows another look; {RECOMPUTE}"
+            f"{path}: its previous_sha256 ({str(document['previous_sha256'])[:12]}) is not {before}; it follows another look; {recompute}"
         )
     runs_read = document["runs_read"]
     if expected_runs is not None and set(runs_read) != set(expected_runs):
@@ -143,14 +163,14 @@ def check_look_runs(document: Mapping, path: str | Path, previous: Mapping | Non
             if extra
             else f"it did not read {missing[0]}, which the config assigns to it"
         )
-        raise DesignError(f"{path}: {first} ({len(extra)} extra, {len(missing)} missing of the config's {len(expected_runs)}); {RECOMPUTE}")
+        raise DesignError(f"{path}: {first} ({len(extra)} extra, {len(missing)} missing of the config's {len(expected_runs)}); {recompute}")
     results = results_of(path)
     for run, recorded in sorted(runs_read.items()):
         metrics = Path(metrics_path(results, run))
         if metrics.exists() and (digest := sha256_file(metrics)) != recorded:
             raise DesignError(
                 f"{path}: {metrics} hashes {digest[:12]}, but the look read {recorded[:12]}: the look was made from other runs "
-                f"(another experiment's look file, or runs changed since); {RECOMPUTE}"
+                f"(another experiment's look file, or runs changed since); {recompute}"
             )
 
 
@@ -161,13 +181,14 @@ def verified_look(
     previous: Mapping | None,
     expected_runs: Collection[str] | None = None,
     require_runs: bool = True,
+    pilot: PilotCommand = DEFAULT_PILOT,
 ) -> dict:
     """A look file that may be used: read_look and check_look_runs, then its decisions recomputed
     from the runs it read with look_groups, the function that made them. Raises DesignError naming the file and the
     first disagreement. With require_runs False (the Snakefile, while extraction may still rewrite a metrics file),
     a look some of whose metrics files are missing is not recomputed; the job that reads it next checks it whole."""
-    document = read_look(path, design)
-    check_look_runs(document, path, previous, expected_runs)
+    document = read_look(path, design, pilot)
+    check_look_runs(document, path, previous, expected_runs, pilot)
     paths = [metrics_path(results_of(path), run) for run in sorted(document["runs_read"])]
     if missing := [metrics for metrics in paths if not Path(metrics).exists()]:
         if require_runs:
@@ -176,15 +197,18 @@ def verified_look(
     counts = runs_table(read_metrics(paths)[0])
     groups = json.loads(json.dumps(look_groups(counts, control_of, design, document["look"], previous)))
     if sha256_json(groups) != sha256_json(document["groups"]):
-        raise DesignError(f"{path}: {first_difference(document['groups'], groups)}; the file does not follow from its runs; {RECOMPUTE}")
+        difference = first_difference(document["groups"], groups)
+        raise DesignError(f"{path}: {difference}; the file does not follow from its runs; {recompute_advice(path, pilot)}")
     return document
 
 
-def verified_looks(paths: Sequence[str | Path], design: Design, control_of: Mapping[str, str]) -> list[dict]:
+def verified_looks(
+    paths: Sequence[str | Path], design: Design, control_of: Mapping[str, str], pilot: PilotCommand = DEFAULT_PILOT
+) -> list[dict]:
     """Looks 1..k in order, each verified against the one before it."""
     documents: list[dict] = []
     for path in paths:
-        documents.append(verified_look(path, design, control_of, documents[-1] if documents else None))
+        documents.append(verified_look(path, design, control_of, documents[-1] if documents else None, pilot=pilot))
     return documents
 
 
@@ -209,7 +233,7 @@ def first_difference(recorded: list[Mapping], recomputed: list[Mapping]) -> str:
     return "its groups are not those its runs give"
 
 
-def read_looks(paths: Sequence[str | Path], control_of: dict[str, str]) -> list[dict]:
+def read_looks(paths: Sequence[str | Path], control_of: dict[str, str], pilot: PilotCommand = DEFAULT_PILOT) -> list[dict]:
     """A sequential design's look files, verified in order (verified_looks) under the design the first records."""
     if not paths:
         return []
@@ -217,7 +241,7 @@ def read_looks(paths: Sequence[str | Path], control_of: dict[str, str]) -> list[
         design = design_from_record(json.loads(Path(paths[0]).read_text())["design"])
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{paths[0]}: not a readable look file ({err})") from err
-    return verified_looks(paths, design, control_of)
+    return verified_looks(paths, design, control_of, pilot)
 
 
 def check_looks_read(looks: Sequence[dict], grid: dict) -> None:
@@ -240,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--previous", nargs="*", default=[], help="the look files of every look before, in order (none at look 1)")
     parser.add_argument("--design-reset", action="store_true", help="look 1 may follow another design (config design_reset)")
     parser.add_argument("--out", required=True)
+    add_pilot_flags(parser)
     args = parser.parse_args(argv)
     try:
         design = parse_design(json.loads(args.design))
@@ -247,12 +272,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise DesignError(f"--look {args.look}: the design has looks 1..{len(design.looks) if design else 0}")
         if len(args.previous) != args.look - 1:
             raise DesignError(f"--previous: look {args.look} reads the {args.look - 1} look file(s) before it, got {len(args.previous)}")
-        control_of = parse_control_of(args.control_of)
-        earlier = verified_looks(args.previous, design, control_of)
+        control_of, pilot = parse_control_of(args.control_of), PilotCommand.of_flags(args)
+        earlier = verified_looks(args.previous, design, control_of, pilot)
         previous = earlier[-1] if earlier else None
-        designs_before = record_design(results_of(args.out), design, args.design_reset) if args.look == 1 else []
-        metrics, records = read_metrics(args.metrics)
-        check_extracted(records, results_of(args.out))  # "recompute the look from the runs" means the runs
+        designs_before = record_design(results_of(args.out), design, args.design_reset, pilot) if args.look == 1 else []
+        metrics, records = read_metrics(args.metrics, pilot)
+        check_extracted(records, results_of(args.out), pilot)  # "recompute the look from the runs" means the runs
         groups = look_groups(runs_table(metrics), control_of, design, args.look, previous)
         runs_read = {held[0]["run"]: sha256_file(path) for path, held in records.items()}
         write_json(look_document(args.look, design, groups, runs_read, previous, designs_before), Path(args.out))

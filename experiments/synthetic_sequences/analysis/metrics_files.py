@@ -28,6 +28,7 @@ from experiments.synthetic_sequences.analysis.run_files import (
 )
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.bindings import RUN_FIELDS, run_record
+from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand
 from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
 from experiments.synthetic_sequences.run_layout import (
     EVALUATION,
@@ -53,7 +54,12 @@ RUN_RECORD_SCHEMA = {  # bindings.run_record's fields, as a metrics file carries
         "inputs_sha256": {"type": "object", "additionalProperties": SHA256},
     },
 }
-REEXTRACT = "re-extract without retraining: snakemake --cores 2 tables --forcerun extract_metrics (with the same --configfile / --config)"
+def reextract_advice(pilot: PilotCommand) -> str:
+    """How to re-extract every run's metrics file without retraining: this pilot's command, extraction forced."""
+    return f"re-extract without retraining: {pilot.command(targets=['tables'], flags=['--forcerun', 'extract_metrics'])}"
+
+
+
 EXTRACT = "python -m experiments.synthetic_sequences.analysis.tables extract --run-dir {run_dir} --out {out}"
 RUN_COLUMNS = [
     "family",
@@ -153,22 +159,23 @@ def write_metrics(frame: pd.DataFrame, path: str | Path) -> None:
         pq.write_table(table, tmp)
 
 
-def read_metrics(paths: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[str, list[dict]]]:
+def read_metrics(paths: Sequence[str | Path], pilot: PilotCommand = DEFAULT_PILOT) -> tuple[pd.DataFrame, dict[str, list[dict]]]:
     """Every metrics file as one frame, and each file's run records (an older extraction carries none, or lacks a
     column of RUN_COLUMNS: refused, with the command that re-extracts)."""
+    reextract = reextract_advice(pilot)
     records = {}
     for path in paths:
         schema = pq.read_schema(path)
         carried = (schema.metadata or {}).get(RUN_RECORD.encode())
         if carried is None:
-            raise ValueError(f"{path} carries no run record: it was extracted by an older version; {REEXTRACT}")
+            raise ValueError(f"{path} carries no run record: it was extracted by an older version; {reextract}")
         if missing := [column for column in RUN_COLUMNS if column not in schema.names]:
-            raise ValueError(f"{path} lacks the column(s) {', '.join(missing)}: it was extracted by an older version; {REEXTRACT}")
+            raise ValueError(f"{path} lacks the column(s) {', '.join(missing)}: it was extracted by an older version; {reextract}")
         try:
             record = json.loads(carried)
         except ValueError as error:
-            raise ValueError(f"{path}: its run record is not valid JSON ({error}); {REEXTRACT}") from None
-        check_shape(record, RUN_RECORD_SCHEMA, f"{path}'s run record", REEXTRACT)
+            raise ValueError(f"{path}: its run record is not valid JSON ({error}); {reextract}") from None
+        check_shape(record, RUN_RECORD_SCHEMA, f"{path}'s run record", reextract)
         records[str(path)] = [record]
     # one dataset read, in the files' order, converted to pandas once: 40% faster than a table per file at 1,000 runs
     table = ds.dataset([str(path) for path in paths], format="parquet").to_table()
@@ -176,7 +183,7 @@ def read_metrics(paths: Sequence[str | Path]) -> tuple[pd.DataFrame, dict[str, l
     return table.replace_schema_metadata(pooled).to_pandas(), records  # the pooled table carries no one run's record
 
 
-def hybrid_mixes(records: Mapping[str, list[dict]]) -> dict[str, str]:
+def hybrid_mixes(records: Mapping[str, list[dict]], pilot: PilotCommand = DEFAULT_PILOT) -> dict[str, str]:
     """family -> the coefficients its hybrid runs train with, as text ('tokcc 0.5 + dist 0.5'), from the run records
     (read_metrics) of the families that run the hybrid."""
     mixes = {}
@@ -184,7 +191,7 @@ def hybrid_mixes(records: Mapping[str, list[dict]]) -> dict[str, str]:
         if record["term"] == "hybrid":
             coefficients = record["settings"].get(HYBRID_SETTING)
             if not isinstance(coefficients, dict) or not coefficients:
-                raise ValueError(f"{path}'s run record: a hybrid run whose settings lack {HYBRID_SETTING}; {REEXTRACT}")
+                raise ValueError(f"{path}'s run record: a hybrid run whose settings lack {HYBRID_SETTING}; {reextract_advice(pilot)}")
             mixes[record["family"]] = " + ".join(f"{term} {weight:g}" for term, weight in coefficients.items())
     return mixes
 
@@ -199,7 +206,7 @@ def runs_table(metrics: pd.DataFrame) -> pd.DataFrame:
     return table.dropna(axis=1, how="all")
 
 
-def check_extracted(records: Mapping[str, list[dict]], results: str | Path) -> None:
+def check_extracted(records: Mapping[str, list[dict]], results: str | Path, pilot: PilotCommand = DEFAULT_PILOT) -> None:
     """Each metrics file (read_metrics' records: path -> its run's record) is what extracting its run under `results`
     gives today. A metrics file edited by hand, or left from a run retrained since, is refused in one line naming the
     file, its run, the first difference and the command that re-extracts it (every file's, where several differ)."""
@@ -216,7 +223,7 @@ def check_extracted(records: Mapping[str, list[dict]], results: str | Path) -> N
         raise ValueError(f"{path} is not what extracting its run {run_dir} gives today ({difference}); re-extract it: {command}")
     raise ValueError(
         f"{len(differing)} metrics files are not what extracting their runs gives today, the first {path} (run {run_dir}: "
-        f"{difference}); {REEXTRACT}"
+        f"{difference}); {reextract_advice(pilot)}"
     )
 
 

@@ -52,7 +52,8 @@ from experiments.synthetic_sequences.analysis.metrics_files import (
 from experiments.synthetic_sequences.analysis.run_files import read_json
 from experiments.synthetic_sequences.analysis.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.verdict import verdict_table
-from experiments.synthetic_sequences.analysis.verdict_text import DEFAULT_PILOT, PilotCommand, markdown, verdict_markdown
+from experiments.synthetic_sequences.analysis.verdict_text import markdown, verdict_markdown
+from experiments.synthetic_sequences.generate import statistics_differences
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.bindings import (
     Binding,
@@ -62,9 +63,19 @@ from experiments.synthetic_sequences.planning.bindings import (
     parse_input,
     tables_grid_file,
 )
-from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW, block_draw, parse_data_summaries
+from experiments.synthetic_sequences.planning.data_draws import (
+    DATA_ARTIFACTS,
+    SHARED_DRAW,
+    DrawError,
+    block_draw,
+    parse_data_summaries,
+    read_summary,
+    redraw_advice,
+)
 from experiments.synthetic_sequences.planning.endpoints import parse_primary
 from experiments.synthetic_sequences.planning.grid import parse_control_of
+from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
+from experiments.synthetic_sequences.splits import SPLITS
 
 
 def write_table(frame: pd.DataFrame, stem: Path, formats: Sequence[str] = ("parquet", "csv", "md")) -> None:
@@ -112,9 +123,10 @@ def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_
         tmp.write_text(verdict)
 
 
-def read_draws(data_summaries: Mapping[str, str | Path], runs: pd.DataFrame) -> dict[str, dict]:
+def read_draws(data_summaries: Mapping[str, str | Path], runs: pd.DataFrame, pilot: PilotCommand = DEFAULT_PILOT) -> dict[str, dict]:
     """{draw: data summary} from {draw: its path}: the one shared draw, or each block's own, which must be the draws of
-    the runs' blocks."""
+    the runs' blocks. Each summary is checked for shape (data_draws.read_summary) and its statistics against its
+    records beside it (generate.statistics_differences): an edited summary would move the verdict's numbers."""
     paths = dict(data_summaries)
     if SHARED_DRAW not in paths:
         blocks = {block_draw(int(block)) for block in runs[BLOCK].unique()}
@@ -122,7 +134,15 @@ def read_draws(data_summaries: Mapping[str, str | Path], runs: pd.DataFrame) -> 
             raise ValueError(
                 f"--data-summary: the runs read the draws of blocks {sorted(blocks)}, but the summaries given are {sorted(paths)}"
             )
-    return {draw: read_json(path) for draw, path in sorted(paths.items())}
+    draws = {}
+    for draw, path in sorted(paths.items()):
+        advice = redraw_advice([str(path)], pilot)
+        summary = read_summary(path, advice)
+        records = {split: pd.read_parquet(Path(path).parent / DATA_ARTIFACTS["records"].format(split=split)) for split in SPLITS}
+        if differences := statistics_differences(summary, records):
+            raise DrawError(f"{path}: {'; '.join(differences[:3])}: the summary was edited after drawing; {advice}")
+        draws[draw] = summary
+    return draws
 
 
 def mean_tokens(draws: Mapping[str, Mapping]) -> float:
@@ -146,19 +166,19 @@ def aggregate(
     endpoint other than take-up (planning/endpoints.py); `pilot`: the command line the verdict's suggestions repeat."""
     if not metric_paths:
         raise ValueError("aggregate needs at least one run's metrics file")
-    metrics, records = read_metrics(metric_paths)
+    metrics, records = read_metrics(metric_paths, pilot)
     if binding is not None:  # the runs the tables read are the grid's, trained on the current inputs (bindings.py)
-        check_against_grid(records, binding.grid, binding.results)
+        check_against_grid(records, binding.grid, binding.results, pilot)
         if looks:
             check_looks_read(looks, binding.grid)
-        check_inputs([held[0] for held in records.values()], binding.input_hashes, binding.results)
-        check_extracted(records, binding.results)
+        check_inputs([held[0] for held in records.values()], binding.input_hashes, binding.results, pilot)
+        check_extracted(records, binding.results, pilot)
     check_endpoints_finite(metrics)
     runs = runs_table(metrics)
     # the fixed tables read each beta of an axis as an arm of its own (beta_axis.py); the curves read them together
     arm_runs, arm_controls, arm_primary = per_beta(runs), controls_per_beta(control_of, runs), keyed_per_beta(primary or {}, runs)
     contrasts = contrast_table(arm_runs, arm_controls, arm_primary)
-    draws = read_draws(data_summaries, runs)
+    draws = read_draws(data_summaries, runs, pilot)
     tables = {
         "runs": runs,
         "aggregate": aggregate_table(arm_runs),
@@ -168,7 +188,7 @@ def aggregate(
         "length_separation": length_separation(per_beta(metrics)),
         "verdict": verdict_table(arm_runs, contrasts, arm_controls, arm_primary),
     }
-    mixes = keyed_per_beta(hybrid_mixes(records), runs)
+    mixes = keyed_per_beta(hybrid_mixes(records, pilot), runs)
     tables["cross_term"] = cross_term_table(tables["verdict"], arm_runs, contrasts, arm_controls, looks, mixes)
     if has_axis(runs):
         tables["beta_curves"] = shift_table(runs, tokens=mean_tokens(draws))
@@ -214,27 +234,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         "draw per block, ref<N>/train_records, ...), and per reference block ref<N>/train_scores, ref<N>/val_scores, "
         "ref<N>/reference_<mode>, ref<N>/init_decoder (repeat the flag)",
     )
-    combine.add_argument(
-        "--pilot-configfile", action="append", default=[], metavar="PATH", help="the pilot's own --configfile (repeat the flag)"
-    )
-    combine.add_argument(
-        "--pilot-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="the pilot's own --config settings but seeds (repeat the flag); the verdict's suggested commands repeat both",
-    )
+    add_pilot_flags(combine)
     args = parser.parse_args(argv)
     try:
         if args.command == "extract":
             write_metrics(run_metrics(args.run_dir), args.out)
         else:
             control_of = parse_control_of(args.control_of)
+            pilot = PilotCommand.of_flags(args)
             binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
-            looks = read_looks(args.looks, control_of)
+            looks = read_looks(args.looks, control_of, pilot)
             primary = parse_primary(args.primary)
             summaries = parse_data_summaries(args.data_summary)
-            pilot = PilotCommand(tuple(args.pilot_configfile), tuple(args.pilot_config))
             tables = aggregate(args.metrics, summaries, args.references, args.out_dir, control_of, binding, looks, primary, pilot)
             keep_grid_record(binding.grid, args.grid_copy or Path(args.out_dir) / tables_grid_file(args.grid))
             print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)

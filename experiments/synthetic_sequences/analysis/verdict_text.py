@@ -5,13 +5,12 @@ unresolved take-up lines need."""
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import pandas as pd
 
 from experiments.synthetic_sequences.analysis import verdict as rule
+from experiments.synthetic_sequences.analysis.beta_axis import has_axis
 from experiments.synthetic_sequences.analysis.beta_curve_text import beta_curve_section
 from experiments.synthetic_sequences.analysis.confounds import length_line, length_predicts_strategy, token_line
 from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, arms, term_arms
@@ -19,18 +18,7 @@ from experiments.synthetic_sequences.analysis.cross_term import glance_frame, mu
 from experiments.synthetic_sequences.analysis.design_text import design_section
 from experiments.synthetic_sequences.analysis.inference import MAX_SEEDS
 from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW
-
-
-@dataclass(frozen=True)
-class PilotCommand:
-    """The pilot's own --configfile files and --config settings (seeds left out): a command the verdict suggests
-    repeats them, so that it extends this pilot and not the default one."""
-
-    configfiles: tuple[str, ...] = ()
-    settings: tuple[str, ...] = ()
-
-
-DEFAULT_PILOT = PilotCommand()  # `snakemake --cores 2` with no --configfile and no --config
+from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, SEEDS_SETTING, PilotCommand
 
 DECISIVE_ENDPOINTS = ("take-up", "separation")  # the question's two outcomes: the seeds line sizes the pilot for them
 
@@ -38,9 +26,23 @@ DECISIVE_ENDPOINTS = ("take-up", "separation")  # the question's two outcomes: t
 # what rereading after more seeds does to the error rate (bench/README.md: Sequential design)
 REREAD_WARNING = (
     "Rereading this verdict after adding seeds spends its 5% again: in simulation the habit raised the family-wise "
-    "error of the planned take-up contrasts from 0.016-0.019 to 0.028-0.032; to add seeds with the error rate held, "
-    "run the sequential design instead: `snakemake --cores 2 --configfile config/sequential.yaml`."
+    "error of the planned take-up contrasts from 0.016-0.019 to 0.028-0.032"
 )
+SEQUENTIAL_CONFIG = "config/sequential.yaml"  # the default pilot as a sequential design, in a results folder of its own
+
+
+def reread_warning(pilot: PilotCommand, beta_axis: bool) -> str:
+    """The warning, with the way to add seeds that holds the error rate where this pilot has one: the default pilot's
+    sequential twin, or a `design:` block for another pilot. A beta axis has none: the sequential design refuses it."""
+    if beta_axis:
+        return f"{REREAD_WARNING}; a sequential design does not take a beta axis, so read the curves' intervals as fixed-design ones."
+    if not pilot.configfiles:
+        command = f"snakemake --cores 2 --configfile {SEQUENTIAL_CONFIG}"
+        return f"{REREAD_WARNING}; to add seeds with the error rate held, run the sequential design instead: `{command}`."
+    return (
+        f"{REREAD_WARNING}; to add seeds with the error rate held, give this pilot a sequential design ({SEQUENTIAL_CONFIG}'s "
+        "`design:` block, in a results folder of its own)."
+    )
 
 
 def markdown(frame: pd.DataFrame, floatfmt: str) -> str:
@@ -77,11 +79,8 @@ def seed_table(group_arms: dict[str, pd.DataFrame]) -> str:
 
 
 def seeds_command(seeds: int, pilot: PilotCommand) -> str:
-    """The command that trains a pilot's runs up to `seeds` per arm and block: its own --configfile files and --config
-    settings, with seeds set (one --config flag: a second would replace the first)."""
-    files = "".join(f" --configfile {shlex.quote(path)}" for path in pilot.configfiles)
-    settings = " ".join(shlex.quote(setting) for setting in (*pilot.settings, f"seeds={seeds}"))
-    return f"snakemake --cores 2{files} --config {settings}"
+    """The command that trains a pilot's runs up to `seeds` per arm and block: its own command line, seeds set."""
+    return pilot.command(f"{SEEDS_SETTING}{seeds}")
 
 
 def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame, pilot: PilotCommand = DEFAULT_PILOT) -> str:
@@ -112,7 +111,7 @@ def seeds_line(verdict: pd.DataFrame, runs: pd.DataFrame, pilot: PilotCommand = 
         )
         seeds = per_block
     if target > now:
-        text += f" To train them (only the new seeds run): `{seeds_command(seeds, pilot)}`. {REREAD_WARNING}"
+        text += f" To train them (only the new seeds run): `{seeds_command(seeds, pilot)}`. {reread_warning(pilot, has_axis(runs))}"
     else:
         text += " The estimate is not above the seeds run: the observed values sit at the edge of resolving; add seeds."
     if len(finite) < len(needed):

@@ -23,16 +23,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
-from experiments.synthetic_sequences.planning.data_draws import RECORD_INPUTS
+from experiments.synthetic_sequences.planning.chunks import chunk_records_holding
+from experiments.synthetic_sequences.planning.data_draws import RECORD_INPUTS, data_artifact
 from experiments.synthetic_sequences.planning.grid import training_seed
-from experiments.synthetic_sequences.planning.record_shape import check_shape
-from experiments.synthetic_sequences.run_layout import REFERENCE_TEMPLATE, RUNS_FOLDER, parse_run_path, run_directory, run_path
+from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand
+from experiments.synthetic_sequences.planning.record_shape import read_record
+from experiments.synthetic_sequences.run_layout import (
+    REFERENCE_ARTIFACTS,
+    REFERENCE_TEMPLATE,
+    parse_run_path,
+    run_directory,
+    run_path,
+)
 from experiments.synthetic_sequences.training.settings import INPUT_PATHS
 
 # run settings that name where things are or how often progress is logged, not what the numbers are; whether the
 # decoder was warm-started stays, as run.warm_start
 NOT_COMPARED = (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every")
 RUN_FIELDS = ("family", "reference", "term", "mode", "alpha", "seed")  # run_layout.parse_run_path's, and its beta on a beta axis
+TRAIN_RULE = "train_run"  # the rule that trains a chunk of runs (rules/train.smk)
 BLOCK_INPUTS = ("train_scores", "val_scores")  # each block's own, as are its reference_<mode> and init_decoder
 GRID_FOLDER = "grid"  # under the results folder: one record per grid, named by its content (grid_file)
 GRID_SCHEMA = {  # grid_document's record
@@ -56,13 +65,13 @@ GRID_SCHEMA = {  # grid_document's record
 }
 
 
-def retrain_advice(entries: list[str], results: str) -> str:
-    """How to retrain the runs named at the start of each entry ('family/key/seedN (why)')."""
-    dirs = " ".join(run_directory(results, entry.split(" ")[0]) for entry in entries)
-    return (
-        f"Remove their run directories (rm -r {dirs}) and run snakemake --forcerun train_run: the training jobs keep "
-        "every run that is finished with the current settings and inputs, and retrain only them"
-    )
+def retrain_advice(entries: list[str], results: str, pilot: PilotCommand) -> str:
+    """How to retrain the runs named at the start of each entry ('family/key/seedN (why)'): their chunks forced
+    (chunks.chunk_records_holding), since snakemake takes a chunk's record for its work; the trainer retrains each
+    seed that is not finished with the current settings and inputs, and keeps the others. Runs without a chunk record
+    on disk (copied in by hand) are retrained by forcing every training job."""
+    records = sorted({str(path) for entry in entries for path in chunk_records_holding(run_directory(results, entry.split(" ")[0]))})
+    return f"Retrain them: {pilot.command(flags=['--forcerun', *(records or [TRAIN_RULE])])}"
 
 
 class BindingError(ValueError):
@@ -80,11 +89,7 @@ class Binding:
     @classmethod
     def from_files(cls, grid_path: str | Path, inputs: Mapping[str, str]) -> Binding:
         grid_path = Path(grid_path)
-        try:
-            grid = json.loads(grid_path.read_text())
-        except json.JSONDecodeError as err:
-            raise BindingError(f"{grid_path} is not valid JSON: {err}") from err
-        check_shape(grid, GRID_SCHEMA, grid_path, "rule record_grid writes it: delete it and rerun", BindingError)
+        grid = read_record(grid_path, GRID_SCHEMA, "rule record_grid writes it: delete it and rerun", BindingError)
         # the record lies at <results>/GRID_FOLDER/<name> (grid_file)
         return cls(grid, {name: sha256_file(path) for name, path in inputs.items()}, str(grid_path.parent.parent))
 
@@ -165,7 +170,7 @@ def setting_differences(got: Mapping, want: Mapping) -> list[str]:
     ]
 
 
-def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results: str) -> None:
+def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results: str, pilot: PilotCommand = DEFAULT_PILOT) -> None:
     """records: {metrics file: [its run record, one per run it holds]}. Refuses what the module docstring lists."""
     seen: dict[str, str] = {}
     problems: list[str] = []
@@ -194,11 +199,11 @@ def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results
     if stale:
         raise BindingError(
             f"{len(stale)} run(s) were trained with other settings than the grid gives them (stale): {'; '.join(stale[:5])}. "
-            + retrain_advice(stale, results)
+            + retrain_advice(stale, results, pilot)
         )
 
 
-def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: str) -> None:
+def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: str, pilot: PilotCommand = DEFAULT_PILOT) -> None:
     """Every run's recorded input hashes equal the current artifacts' of its own reference block (current: {input
     name: sha256}, a block's named by block_input; the reference as reference_<mode>; the records the one shared
     draw's, `train_records`, or, with a draw per block, the block's own, `ref3/train_records`); refuses naming the
@@ -221,18 +226,28 @@ def check_inputs(records: Iterable[dict], current: Mapping[str, str], results: s
         if differs:
             wrong.append(f"{record['run']} ({', '.join(differs)})")
     if changed := changed_artifacts(recorded_by_input, current):
-        blocks = sorted({name.split("/")[0] for name in changed if "/" in name})
-        folders = " ".join(f"{results}/{RUNS_FOLDER}/*/{block}" for block in blocks) or f"{results}/{RUNS_FOLDER}"
-        raise BindingError(
-            f"{'; '.join(changed)}. The artifact changed, not the runs: restore it (a block's z-free stage rebuilds its "
-            f"artifacts from its seed: snakemake --forcerun train_zfree), or, if it should change, retrain the runs that "
-            f"read it (rm -r {folders}; then snakemake)"
-        )
+        raise BindingError(f"{'; '.join(changed)}. The artifact changed under its runs: {rebuild_advice(changed, results, pilot)}")
     if wrong:
         raise BindingError(
             f"{len(wrong)} run(s) were trained on other inputs than the current ones: {'; '.join(wrong[:5])}"
-            f"{'; ...' if len(wrong) > 5 else ''}. " + retrain_advice(wrong, results)
+            f"{'; ...' if len(wrong) > 5 else ''}. " + retrain_advice(wrong, results, pilot)
         )
+
+
+def rebuild_advice(changed: list[str], results: str, pilot: PilotCommand) -> str:
+    """For changed inputs (changed_artifacts' lines, each starting with the input's name): a block's scores, c_base or
+    warm start are rebuilt from its z-free model, trained again from the block's seed; records that changed under
+    their runs are drawn again (the Snakefile holds each draw to its summary). Forcing that job retrains every run
+    that read its outputs."""
+    forced = set()
+    for name in (line.split(" ")[0] for line in changed):
+        block, _, input_name = name.rpartition("/")
+        if input_name in RECORD_INPUTS:
+            reference = int(block.removeprefix(REFERENCE_TEMPLATE.format(reference=""))) if block else 0
+            forced.add(f"{results}/{data_artifact('summary', bool(block), reference)}")
+        else:
+            forced.add(f"{results}/{REFERENCE_ARTIFACTS['checkpoint'].replace(REFERENCE_TEMPLATE, block)}")
+    return f"rebuild it and retrain the runs that read it: {pilot.command(flags=['--forcerun', *sorted(forced)])}"
 
 
 def changed_artifacts(recorded_by_input: Mapping[str, list], current: Mapping[str, str]) -> list[str]:

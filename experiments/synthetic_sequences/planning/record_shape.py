@@ -6,6 +6,7 @@ record's schema lives with the module that writes and reads it. Torch- and panda
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,6 +29,16 @@ def shape_error(record: object, schema: Mapping) -> str | None:
     expected = {"type": f"not of type {error.validator_value}", "pattern": "not a sha256", "enum": f"not one of {error.validator_value}"}
     detail = expected.get(str(error.validator), error.message)
     return f"field {where} is {error.instance!r:.60}, {detail}" if error.absolute_path else f"{where} is {detail}"
+
+
+def read_record(path: str | Path, schema: Mapping, advice: str, error: type[Exception] = ValueError) -> object:
+    """A JSON record read and checked for shape (check_shape); unreadable JSON is refused the same way."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as err:
+        raise error(f"{path} is not valid JSON ({err}); {advice}") from None
+    check_shape(record, schema, path, advice, error)
+    return record
 
 
 def check_shape(record: object, schema: Mapping, path: str | Path, advice: str, error: type[Exception] = ValueError) -> None:

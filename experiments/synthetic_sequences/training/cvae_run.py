@@ -23,7 +23,7 @@ from core.disentanglement.artifacts import save_torch, sha256_file, write_json
 from core.disentanglement.batching import BatchSchedule
 from core.disentanglement.config import NORMALISED_TERMS
 from core.disentanglement.training import LoopSchedule, NonFiniteLoss, TrainingLoop
-from experiments.synthetic_sequences.run_layout import FINISHED, finished_at
+from experiments.synthetic_sequences.run_layout import FINISHED, finished_at, write_chunk_record
 from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chunk_description, chunk_settings, resume_file
 from experiments.synthetic_sequences.training.evaluate import evaluate
 from experiments.synthetic_sequences.training.inputs import RunInputs, load_inputs
@@ -257,12 +257,9 @@ def write_stopped(seed: Seed, model, metadata: dict, timing: dict) -> None:
 
 
 def write_manifest(path: Path, configs: list[TrainConfig]) -> None:
-    """The chunk's record for the workflow: each seed's run directory and the sha256 of its finished metadata.json."""
-    runs = {
-        str(config.optim.seed): {"run_dir": str(config.run.path), "metadata_sha256": sha256_file(config.run.layout.metadata)}
-        for config in configs
-    }
-    write_json({"seeds": [config.optim.seed for config in configs], "runs": runs, "written": now()}, path)
+    """The chunk's record for the workflow (run_layout.write_chunk_record): each seed's run directory and the sha256 of
+    its finished metadata.json."""
+    write_chunk_record(path, {config.optim.seed: config.run.path for config in configs}, now())
 
 
 def save_model(config: TrainConfig, model) -> None:
