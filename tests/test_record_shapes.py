@@ -142,6 +142,13 @@ SCHEMAS = {
 }
 
 
+def set_at(record: dict, field: tuple, value) -> None:
+    """record[field[0]][field[1]]... = value."""
+    for key in field[:-1]:
+        record = record[key]
+    record[field[-1]] = value
+
+
 def other_type(value):
     """A value of another JSON type than `value`'s."""
     return [] if not isinstance(value, list) else "a string"
@@ -198,10 +205,7 @@ def test_a_valid_record_has_no_shape_error_and_a_non_object_is_named(tmp_path, n
 )
 def test_a_data_summary_out_of_its_ranges_is_refused_naming_the_field(tmp_path, field, value, message):
     path, record = data_summary(tmp_path)
-    target = record
-    for key in field[:-1]:
-        target = target[key]
-    target[field[-1]] = value
+    set_at(record, field, value)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(record))
     with pytest.raises(DrawError) as refused:
@@ -215,3 +219,24 @@ def test_a_chunk_record_whose_runs_are_not_its_seeds_is_refused(tmp_path):
     path.write_text(json.dumps({**record, "seeds": [0, 1]}))
     with pytest.raises(GridError, match=r"seeds0-0.json: its runs \['0'\] are not its seeds \[0, 1\]; train the chunk again$"):
         read_chunk_record(path, "train the chunk again")
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value", "message"),
+    [
+        ("grid record", ("runs", RUN, "seed"), -1, f"field runs.{RUN}.seed is -1"),
+        ("grid record", ("runs", RUN, "alpha"), -0.5, f"field runs.{RUN}.alpha is -0.5"),
+        ("metrics run record", ("reference",), -2, "field reference is -2"),
+        ("run metadata", ("resolved", "beta"), 0, "field resolved.beta is 0"),
+        ("run metadata", ("numerics", "threads"), 0, "field numerics.threads is 0"),
+    ],
+)
+def test_a_run_parameter_out_of_its_range_is_refused_naming_the_field(tmp_path, name, field, value, message):
+    make, read, error = RECORDS[name]
+    path, record = make(tmp_path)
+    set_at(record, field, value)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    WRITERS.get(name, lambda path, record: path.write_text(json.dumps(record)))(path, record)
+    with pytest.raises(error) as refused:
+        read(path)
+    assert "\n" not in str(refused.value) and str(path) in str(refused.value) and message in str(refused.value)

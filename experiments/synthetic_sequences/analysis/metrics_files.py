@@ -27,7 +27,7 @@ from experiments.synthetic_sequences.analysis.run_files import (
     validation_rows,
 )
 from experiments.synthetic_sequences.metrics import view
-from experiments.synthetic_sequences.planning.bindings import RUN_FIELDS, run_record
+from experiments.synthetic_sequences.planning.bindings import RUN_FIELD_SCHEMAS, RUN_FIELDS, run_record
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand
 from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
 from experiments.synthetic_sequences.run_layout import (
@@ -47,9 +47,8 @@ RUN_RECORD_SCHEMA = {  # bindings.run_record's fields, as a metrics file carries
     "type": "object",
     "required": ["run", *RUN_FIELDS, "settings", "inputs_sha256"],
     "properties": {
-        **dict.fromkeys(("run", "family", "term", "mode"), {"type": "string"}),
-        **dict.fromkeys(("reference", "seed"), {"type": "integer"}),
-        **dict.fromkeys(("alpha", "beta"), {"type": "number"}),  # beta: a run on a beta axis only
+        "run": {"type": "string"},
+        **RUN_FIELD_SCHEMAS,  # beta: a run on a beta axis only
         "settings": {"type": "object"},
         "inputs_sha256": {"type": "object", "additionalProperties": SHA256},
     },

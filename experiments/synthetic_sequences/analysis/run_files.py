@@ -29,10 +29,11 @@ RUN_CONFIG_GROUPS = ("reconstruction", "model", "run")  # the groups of run_conf
 EXTRACTED = (METADATA, EVALUATION, RUN_CONFIG, METRICS_LOG)  # the run files extraction reads
 EVAL_SECTIONS = ("latent_usage", "strategy_separation", "samples")
 NUMBER = {"type": "number"}
-NUMERICS_FIELDS = {"cpu_capability": {"type": "string"}, "cpu_model": {"type": "string"}, "threads": {"type": "integer"}}
+NUMERICS_FIELDS = {"cpu_capability": {"type": "string"}, "cpu_model": {"type": "string"}, "threads": {"type": "integer", "minimum": 1}}
 NUMERICS_FIELDS |= {"dtype": {"type": "string"}, "torch": {"type": "string"}, "execution": {"type": ["object", "null"]}}
 NUMERICS_FIELDS |= {"gaussian_cross_density": {"type": "string"}}  # absent in runs before it (information.py)
-RESOLVED_FIELDS = {"controls": {"type": "string"}, "beta": NUMBER, "reconstruction_scale": NUMBER}
+POSITIVE = {"type": "number", "exclusiveMinimum": 0}
+RESOLVED_FIELDS = {"controls": {"type": "string"}, "beta": POSITIVE, "reconstruction_scale": POSITIVE}
 METADATA_SCHEMA = {  # what extraction reads of metadata.json (training/cvae_run.py writes it)
     "type": "object",
     "required": ["finished", "outputs_sha256", "train_diagnostics", "resolved"],  # inputs_sha256: checked where it is bound

@@ -41,6 +41,12 @@ from experiments.synthetic_sequences.training.settings import INPUT_PATHS
 # decoder was warm-started stays, as run.warm_start
 NOT_COMPARED = (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every")
 RUN_FIELDS = ("family", "reference", "term", "mode", "alpha", "seed")  # run_layout.parse_run_path's, and its beta on a beta axis
+RUN_FIELD_SCHEMAS = {  # what each can be, as a run path spells it (run_layout.parse_run_path)
+    **dict.fromkeys(("family", "term", "mode"), {"type": "string"}),
+    **dict.fromkeys(("reference", "seed"), {"type": "integer", "minimum": 0}),
+    "alpha": {"type": "number", "minimum": 0},
+    "beta": {"type": "number", "exclusiveMinimum": 0},
+}
 TRAIN_RULE = "train_run"  # the rule that trains a chunk of runs (rules/train.smk)
 BLOCK_INPUTS = ("train_scores", "val_scores")  # each block's own, as are its reference_<mode> and init_decoder
 GRID_FOLDER = "grid"  # under the results folder: one record per grid, named by its content (grid_file)
@@ -53,12 +59,7 @@ GRID_SCHEMA = {  # grid_document's record
             "additionalProperties": {
                 "type": "object",
                 "required": [*RUN_FIELDS, "settings"],
-                "properties": {
-                    **dict.fromkeys(("family", "term", "mode"), {"type": "string"}),
-                    **dict.fromkeys(("reference", "seed"), {"type": "integer"}),
-                    **dict.fromkeys(("alpha", "beta"), {"type": "number"}),
-                    "settings": {"type": "object"},
-                },
+                "properties": {**RUN_FIELD_SCHEMAS, "settings": {"type": "object"}},
             },
         }
     },
