@@ -4,8 +4,8 @@ checkpoint design_look:
     # Look 1 also records the design in the results folder (planning/design_record.py), outside its declared output, which
     # snakemake would delete before the job: the record must outlive its look files
     input:
-        metrics=look_metrics,
-        previous=previous_look,
+        metrics=PLAN.look_metrics,
+        previous=PLAN.previous_looks,
     output:
         results(LOOK),
     log:
@@ -18,10 +18,10 @@ checkpoint design_look:
         runtime=5,
         mem_mb=1000,
     params:
-        design=design_flag(),
-        control_of=control_pairs(),
-        reset=reset_flag(),
-        pilot=pilot_flags(),
+        design=PLAN.design_flag(),
+        control_of=PLAN.control_pairs(),
+        reset=PLAN.reset_flag(),
+        pilot=PLAN.pilot_flags(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.look_files --look {wildcards.look} --design {params.design} "
         "--control-of={params.control_of:q} --metrics {input.metrics:q} --previous {input.previous:q} {params.reset} "

@@ -1,7 +1,10 @@
+from experiments.synthetic_sequences.splits import SCORED_SPLITS
+
+
 rule train_zfree:
     input:
-        train=data_file("records", split="train"),
-        val=data_file("records", split="val"),
+        train=PLAN.data_file("records", split="train"),
+        val=PLAN.data_file("records", split="val"),
     output:
         # one z-free model per reference block, trained with the block's z-free seed
         checkpoint=results(BLOCK["checkpoint"]),
@@ -20,7 +23,7 @@ rule train_zfree:
         runtime=30,
         mem_mb=2000,
     params:
-        flags=zfree_flags,
+        flags=PLAN.zfree_flags,
     shell:
         "python -m core.disentanglement.zfree --threads {threads} train --train {input.train:q} --val {input.val:q} "
         "--checkpoint {output.checkpoint:q} --log {output.train_log:q} {params.flags} > {log:q} 2>&1"
@@ -28,8 +31,8 @@ rule train_zfree:
 
 rule score_records:
     input:
-        checkpoint=block_checkpoint,
-        records=data_file("records", split="{split}"),
+        checkpoint=PLAN.block_checkpoint,
+        records=PLAN.data_file("records", split="{split}"),
     output:
         results(BLOCK["scores"]),
     log:
@@ -52,7 +55,7 @@ rule score_records:
 rule reference_scale:
     input:
         # c_base comes from the block's own validation scores only, in the artifact's own mode
-        scores=block_file("scores", split="val"),
+        scores=PLAN.block_file("scores", split="val"),
     output:
         results(BLOCK["scale"]),
     log:

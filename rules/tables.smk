@@ -1,19 +1,19 @@
 rule record_grid:
     input:
-        looks=design_look_files,  # a sequential design's look files: the runs its looks trained
+        looks=PLAN.look_files,  # a sequential design's look files: the runs its looks trained
     output:
-        grid_record_pattern(),
+        PLAN.grid_record_pattern(),
     log:
-        results("logs/record_grid.log" if DESIGN is None else "logs/record_grid/{digest}.log"),
+        PLAN.grid_record_log(),
     run:
         # written here so that only a run that will read it writes it
-        write_grid_record(output[0], log[0])
+        PLAN.write_grid_record(output[0], log[0])
 
 
 rule extract_metrics:
     input:
         # the run's files are checked by extraction itself: hashed against metadata.json's outputs_sha256
-        chunk=run_chunk,
+        chunk=PLAN.run_chunk,
     output:
         results(METRICS_TEMPLATE.format(run=RUN)),
     log:
@@ -26,23 +26,23 @@ rule extract_metrics:
         runtime=5,
         mem_mb=500,
     params:
-        run_dir=run_folder,
+        run_dir=PLAN.run_folder,
     shell:
         "python -m experiments.synthetic_sequences.analysis.tables extract --run-dir {params.run_dir:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule aggregate_tables:
     input:
-        metrics=run_metrics,
-        summaries=data_summary_files,
-        references=reference_artifacts,
-        grid=grid_record,  # the runs the tables may read; each run's inputs are held to current_inputs()
-        current=current_input_files,
-        looks=design_look_files,
+        metrics=PLAN.run_metrics,
+        summaries=PLAN.data_summary_files,
+        references=PLAN.reference_artifacts,
+        grid=PLAN.grid_record_file,  # the runs the tables may read; each run's inputs are held to current_inputs()
+        current=PLAN.current_input_files,
+        looks=PLAN.look_files,
     output:
-        tables=reported_table_files(),
+        tables=[reported(t) if t.endswith((".csv", "verdict.md")) else t for t in PLAN.table_files()],
         metrics=results("tables/metrics.parquet"),
-        grid=tables_grid_copy(),  # under the fixed design a new grid is a new name: the tables rebuild
+        grid=PLAN.tables_grid_copy(),  # under the fixed design a new grid is a new name: the tables rebuild
     log:
         results("logs/aggregate_tables.log"),
     benchmark:
@@ -53,12 +53,12 @@ rule aggregate_tables:
         runtime=10,
         mem_mb=2000,
     params:
-        out_dir=output_folder,
-        control_of=control_pairs(),
-        primary=primary_flag(),
-        inputs=input_flags,
-        data_summaries=data_summary_flags,
-        pilot=pilot_flags(),
+        out_dir=PLAN.output_folder,
+        control_of=PLAN.control_pairs(),
+        primary=PLAN.primary_flag(),
+        inputs=PLAN.input_flags,
+        data_summaries=PLAN.data_summary_flags,
+        pilot=PLAN.pilot_flags(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.tables aggregate --metrics {input.metrics:q} "
         "--data-summary {params.data_summaries} --references {input.references:q} --control-of={params.control_of:q} "
@@ -74,7 +74,7 @@ rule plots:
         curves=results("tables/curves.parquet"),
         cross_term=results("tables/cross_term.parquet"),
     output:
-        reported_plot_files(),
+        [reported(path) for path in PLAN.plot_files()],
     log:
         results("logs/plots.log"),
     benchmark:
@@ -85,8 +85,8 @@ rule plots:
         runtime=5,
         mem_mb=1000,
     params:
-        out_dir=output_folder,
-        control_of=control_pairs(),
+        out_dir=PLAN.output_folder,
+        control_of=PLAN.control_pairs(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.plots --runs {input.runs:q} "
         "--mean-vs-sum {input.mean_vs_sum:q} --curves {input.curves:q} --cross-term {input.cross_term:q} --control-of={params.control_of:q} "
@@ -109,7 +109,25 @@ rule beta_curve_plot:
         runtime=5,
         mem_mb=1000,
     params:
-        control_of=control_pairs(),
+        control_of=PLAN.control_pairs(),
     shell:
         "python -m experiments.synthetic_sequences.analysis.beta_curve_plot {input.runs:q} --table {input.table:q} "
         "--control-of={params.control_of:q} --plot {output:q} > {log:q} 2>&1"
+
+
+# The targets ask for the runs' metrics files and a sequential design's look files themselves: snakemake leaves a
+# deleted file whose consumers' outputs exist alone, so a metrics or look file deleted under finished tables is
+# recomputed only because a target wants it (and a recomputed file is a new one, so the tables follow).
+TARGETS = [
+    PLAN.table_files(),
+    rules.aggregate_tables.output.grid,
+    PLAN.plot_files(),
+    PLAN.beta_curve_plot_files(),
+    PLAN.look_files,
+    PLAN.run_metrics,
+]
+
+
+rule tables:
+    input:
+        *TARGETS,

@@ -1,14 +1,17 @@
+from experiments.synthetic_sequences.planning.chunks import chunk_record
+
+
 rule train_run:
     input:
-        train=data_file("records", split="train"),
-        val=data_file("records", split="val"),
-        test=data_file("records", split="test"),
+        train=PLAN.data_file("records", split="train"),
+        val=PLAN.data_file("records", split="val"),
+        test=PLAN.data_file("records", split="test"),
         # wired by the run's own {reference} and {mode}: a sum run of block 1 can only ever be given
         # reference/ref1/sum.json, and the scores and warm start of block 1
-        train_scores=block_file("scores", split="train"),
-        val_scores=block_file("scores", split="val"),
+        train_scores=PLAN.block_file("scores", split="train"),
+        val_scores=PLAN.block_file("scores", split="val"),
         reference=results(BLOCK["scale"]),
-        warm_start=warm_start_checkpoint,
+        warm_start=PLAN.warm_start_checkpoint,
     output:
         # the chunk's record, written last; each seed's own files (run_layout.RUN_OUTPUTS) are the trainer's, in
         # its run directory, checked by extract_metrics
@@ -21,16 +24,16 @@ rule train_run:
         "../envs/pipeline.yaml"
     threads: 1
     resources:
-        runtime=train_resource("runtime", 60),
-        mem_mb=train_resource("mem_mb", 2000),
-        gpu=train_gpus,
+        runtime=PLAN.train_resource("runtime", 60),
+        mem_mb=PLAN.train_resource("mem_mb", 2000),
+        gpu=PLAN.train_gpus,
         # A Slurm group job runs its members one after another, so its request must be one member's width and
         # the members' summed runtime; one local-scoped slot per job makes snakemake size it that way.
         train_slots=1,
     params:
-        seeds=chunk_flags,
-        settings=family_settings,
-        chunk_training=chunk_training(),
+        seeds=PLAN.chunk_flags,
+        settings=PLAN.family_settings,
+        chunk_training=PLAN.chunk_training(),
     shell:
         "python -m experiments.synthetic_sequences.training.train_disentangled --threads {threads} "
         "--chunk-training {params.chunk_training} "

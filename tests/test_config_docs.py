@@ -29,7 +29,9 @@ from experiments.synthetic_sequences.planning.grid import expand_grid, family_se
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "config" / "README.md"
 SCHEMA = yaml.safe_load((ROOT / "config" / "schema" / "config.schema.yaml").read_text())
-RULES = "\n".join(path.read_text() for path in sorted((ROOT / "rules").glob("*.smk")))
+# where the rules' defaults are applied: the plan (planning/plan*.py) and the rules that ask it
+PLANNING = ROOT / "experiments" / "synthetic_sequences" / "planning"
+RULES = "\n".join(path.read_text() for path in [*sorted(PLANNING.glob("plan*.py")), *sorted((ROOT / "rules").glob("*.smk"))])
 
 
 def test_config_readme_is_what_the_schema_and_the_config_files_give():
@@ -136,7 +138,7 @@ def test_config_files_merge_as_snakemake_merges_them(tmp_path):
 
 
 def rule_defaults(function):
-    """{key: default} of every `function("key", default)` call in rules/*.smk, each key's calls agreeing."""
+    """{key: default} of every `function("key", default)` call in the plan and rules/*.smk, each key's calls agreeing."""
     found = {}
     for key, value in re.findall(rf'{function}\("(\w+)", ([^()]+)\)', RULES):
         assert found.setdefault(key, ast.literal_eval(value)) == ast.literal_eval(value), key
@@ -190,4 +192,4 @@ def test_the_defaults_stated_in_words_are_the_codes():
     assert run_betas({"betas": [0.1, 0.2]}, {}) == ([0.1, 0.2], True)
     assert STATED["families.<name>.runs[].betas"] == "the family's" and run_betas({"betas": [0.1]}, {"beta": 0.5}) == ([0.5], False)
     assert STATED["families.<name>.gpus"] == "resources.train_run.gpus"
-    assert '.get("gpus", train_resource("gpus", 0))' in RULES
+    assert '.get("gpus", self.train_resource("gpus", 0))' in RULES

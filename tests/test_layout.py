@@ -91,15 +91,22 @@ ALLOWED = {
 }
 
 
+# The plan's looks verify a look file by recomputing its decisions, which is the analysis' work (pandas, imported only
+# under a sequential design): the one edge against the rooms' direction, until the sequential design is a package of
+# its own (docs/pipeline.md, "Layout").
+ALLOWED_EDGES = {"planning.plan_looks": {"analysis.look_files", "analysis.sequential"}}
+
+
 def test_training_analysis_and_planning_import_only_what_the_readme_says():
     wrong = []
     for name, imported in module_graph().items():
         room = name.removeprefix(f"{PACKAGE}.").split(".")[0]
         if not name.startswith(PACKAGE) or room not in ALLOWED:
             continue
+        edges = ALLOWED_EDGES.get(name.removeprefix(f"{PACKAGE}."), set())
         for target in imported:
             other = target.removeprefix(f"{PACKAGE}.")
-            if target.startswith(PACKAGE) and other.split(".")[0] in ALLOWED:
+            if target.startswith(PACKAGE) and other.split(".")[0] in ALLOWED and other not in edges:
                 if not any(other == allowed or other.startswith(f"{allowed}.") for allowed in ALLOWED[room]):
                     wrong.append(f"{name} imports {target}")
     assert not wrong

@@ -1,6 +1,5 @@
 """The real snakemake CLI on the repository's Snakefile."""
 
-import ast
 import json
 import os
 import re
@@ -23,13 +22,12 @@ from core.disentanglement.scores import read_scores
 from experiments.synthetic_sequences.analysis.metrics_files import write_metrics
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
 from experiments.synthetic_sequences.planning.chunks import chunk_name
+from experiments.synthetic_sequences.planning.plan_tables import TABLES
 from experiments.synthetic_sequences.planning.slurm_jobs import slurm_client_without_controller
 from experiments.synthetic_sequences.run_layout import metrics_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-# the tables the workflow writes, read from their one home (rules/common.smk)
-TABLES = ast.literal_eval(re.search(r"^TABLES = (\(.*\))$", (ROOT / "rules" / "common.smk").read_text(), re.MULTILINE).group(1))
 
 
 def snakemake(*args, timeout=300):

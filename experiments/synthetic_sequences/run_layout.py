@@ -19,7 +19,8 @@ is an arm of its own. A run without one has the key it always had, `raw_sum_0` (
 Every run belongs to one reference: the z-free model of seed {reference} (REFERENCE_ARTIFACTS), whose scores, c_base
 and warm start it reads and no other's. Term names hold no underscore and alpha is written canonically, so a path
 parses back to its run's parameters, and a mean run and a sum run can never share a directory. The trainer,
-extraction, the rules (through common.smk) and Slurm recovery all read the layout from here. No torch or pandas: the Snakefile imports it.
+extraction, the rules (through the plan, planning/plan.py) and Slurm recovery all read the layout from here. No torch
+or pandas: the Snakefile imports it.
 """
 
 from __future__ import annotations

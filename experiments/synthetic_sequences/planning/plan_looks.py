@@ -1,0 +1,113 @@
+"""A sequential design's part of the plan: which runs each look reads and trains, and the look files it has reached.
+
+A look is a snakemake checkpoint (rules/design.smk): its file says what the next look trains, so every input that
+depends on a look waits for it (`await_look`, the checkpoint's get) and reads it verified (analysis/look_files.py)
+against the look before and the runs the config assigns to it. The statistics that verify a look are the analysis'
+(pandas), imported only under a sequential design.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from experiments.synthetic_sequences.planning.design import Design, parse_design
+from experiments.synthetic_sequences.planning.design_record import check_design_fixed
+from experiments.synthetic_sequences.planning.endpoints import check_design_endpoints, declared_primary
+from experiments.synthetic_sequences.planning.grid import control_families, resolve_seeds
+from experiments.synthetic_sequences.planning.looks import arm_of, check_design_grid, look_specs, open_arms_of, trained_specs
+from experiments.synthetic_sequences.run_layout import metrics_path
+
+
+class Looks:
+    """The design of a plan (plan.Plan, whose grid, references and paths it reads) whose config declares a sequential
+    one, and its looks."""
+
+    def __init__(self, plan, design: Design, await_look: Callable[[int], object] | None):
+        self.plan, self.design, self.await_look = plan, design, await_look
+        self.control_of = control_families(plan.config["families"])
+        self.verified: dict[tuple, dict] = {}  # (look, its file's mtime, the seal of the look before): its document
+
+    @classmethod
+    def of_config(cls, plan, await_look: Callable[[int], object] | None) -> Looks | None:
+        """The config's design, None for the fixed one. A sequential design is checked at parse time: against the grid,
+        for looks that can decide nothing, against the design its results folder was first read under
+        (planning/design_record.py), and so is every look file already on disk, in order, while looks stay open."""
+        design = parse_design(plan.config.get("design"))
+        if design is None:
+            return None
+        from experiments.synthetic_sequences.analysis.sequential import check_decidable
+
+        looks = cls(plan, design, await_look)
+        config = plan.config
+        check_design_grid(design, plan.references(), looks.top_seeds(), config["families"], plan.seeds_per_job())
+        check_design_endpoints(declared_primary(config["families"]))
+        check_decidable(design, looks.arm_groups().values())
+        check_design_fixed(config["results"], design, config.get("design_reset", False), plan.pilot)
+        previous = None
+        for look in design.looks:
+            if not os.path.exists(plan.look_file(look.number)) or (previous is not None and not open_arms_of(previous)):
+                break
+            previous = looks.verified_look_file(look.number, previous)
+        return looks
+
+    def arm_groups(self) -> dict:
+        """{(main family, term, alpha): the names of its arms} of the grid (looks.arm_of)."""
+        groups: dict = {}
+        for spec in self.plan.grid.values():
+            group, arm = arm_of(spec, self.control_of)
+            groups.setdefault(group, set()).add(arm)
+        return groups
+
+    def top_seeds(self) -> list[int]:
+        return resolve_seeds(self.plan.config.get("seeds"), "seeds")
+
+    def specs_of_look(self, look: int, opened) -> list:
+        plan = self.plan
+        return look_specs(plan.grid.values(), self.control_of, plan.references(), self.top_seeds(), self.design.looks[look - 1], opened)
+
+    def verified_look_file(self, look: int, previous: dict | None) -> dict:
+        """Look `look`'s file, verified (analysis/look_files.verified_look) against the look before and the runs the
+        config assigns to it; a metrics file still to be extracted is passed over, and the job that reads the look
+        checks it whole."""
+        from experiments.synthetic_sequences.analysis.look_files import verified_look
+
+        path = self.plan.look_file(look)
+        key = (look, os.stat(path).st_mtime_ns, previous["sha256"] if previous else None)
+        if key not in self.verified:
+            expected = [spec.path for spec in self.specs_of_look(look, open_arms_of(previous) if previous else None)]
+            self.verified[key] = verified_look(
+                path, self.design, self.control_of, previous, expected, require_runs=False, pilot=self.plan.pilot
+            )
+        return self.verified[key]
+
+    def read_look_checkpoint(self, look: int) -> dict:
+        """Look `look`'s file, verified (verified_look_file), once its checkpoint has run: snakemake runs it first."""
+        self.await_look(look)
+        return self.verified_look_file(look, self.read_look_checkpoint(look - 1) if look > 1 else None)
+
+    def look_metrics(self, wildcards) -> list[str]:
+        """The metrics files look {look} reads: every arm's at look 1, the arms the look before left open after it."""
+        look = int(wildcards.look)
+        if look > len(self.design.looks):
+            raise ValueError(f"look {look}: the config's design has {len(self.design.looks)} looks")
+        opened = open_arms_of(self.read_look_checkpoint(look - 1)) if look > 1 else None
+        return [metrics_path(self.plan.config["results"], spec.path) for spec in self.specs_of_look(look, opened)]
+
+    def reached(self) -> list[dict]:
+        """The look files of every look the design has reached, in order: it stops at the last look or at one that
+        leaves no contrast open."""
+        documents = []
+        for look in self.design.looks:
+            documents.append(self.read_look_checkpoint(look.number))
+            if not open_arms_of(documents[-1]):
+                break
+        return documents
+
+    def reached_files(self) -> list[str]:
+        return [self.plan.look_file(document["look"]) for document in self.reached()]
+
+    def trained(self) -> list:
+        """The runs the looks reached have trained: the tables read them."""
+        plan = self.plan
+        return trained_specs(plan.grid.values(), self.control_of, plan.references(), self.top_seeds(), self.design, self.reached())
