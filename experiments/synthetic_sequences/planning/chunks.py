@@ -69,7 +69,7 @@ def chunk_record(results: str, chunk: str) -> str:
 
 def chunk_records_holding(run_dir: str | Path) -> list[Path]:
     """The chunk records on disk beside a run directory whose seed range holds its seed, whatever seeds_per_job made
-    them: what must go for snakemake to train the run again."""
+    them: what to force (--forcerun) for snakemake to train the run again."""
     run_dir = Path(run_dir)
     seed = parse_run_path(str(run_dir))["seed"]
     prefix = CHUNK_TEMPLATE.rsplit("/", 1)[1].format(chunk="")
