@@ -6,7 +6,7 @@ from snakemake.utils import min_version
 
 from experiments.synthetic_sequences.planning.plan import Plan, WorkflowFiles
 from experiments.synthetic_sequences.planning.results_lock import acquire, release
-from experiments.synthetic_sequences.planning.slurm_jobs import check_design_packing
+from experiments.synthetic_sequences.sequential.stage import check_design_packing
 
 min_version("9.0")
 

@@ -9,7 +9,7 @@ they take up), then each run's take-up with P = expit(a_block + slope (log beta 
 sum: sum at beta takes up as mean does at k x beta. The betas are log-spaced over `span` (a factor) around beta_50,
 where the mean arm of an average block takes up half the time (or a factor `below` under their centre); slope -2.45
 takes it from 0.9 to 0.1 over a factor of 6 in beta (the calibration's cliff: 3 to 10). Each pilot goes through
-analysis/beta_curves.py's own fits: k's profile-likelihood interval, the parallelism test and the reading. A
+analysis/statistics/beta_curves.py's own fits: k's profile-likelihood interval, the parallelism test and the reading. A
 simulation, not a timing: it prints its table.
 """
 
@@ -22,8 +22,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis import beta_curves
-from experiments.synthetic_sequences.analysis.contrasts import PRIMARY
+from experiments.synthetic_sequences.analysis.statistics import beta_curves
+from experiments.synthetic_sequences.arms import TOOK_UP
 
 SLOPE = -2.45  # logit units per unit of log beta: 0.9 to 0.1 over a factor of exp(2 * 2.197 / 2.45) = 6
 BLOCK_SD = 0.5
@@ -43,7 +43,7 @@ def pilot(
                 logit = offset + slope * (math.log(beta) - centre + (mode == "sum") * log_k)
                 chance = 1.0 / (1.0 + math.exp(-logit))
                 took_up = rng.random(seeds) < chance
-                rows += [{"reference": block, "beta": beta, "mode": mode, "controls": "none", PRIMARY: float(t)} for t in took_up]
+                rows += [{"reference": block, "beta": beta, "mode": mode, "controls": "none", TOOK_UP: float(t)} for t in took_up]
     return pd.DataFrame(rows)
 
 

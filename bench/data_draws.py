@@ -4,7 +4,7 @@
     python -m bench.data_draws results results/per_block
 
 Per arm (family, term, mode, alpha): take-up k/n in each folder, with each block's count, and the exact stratified
-test of "the draw changed take-up" (analysis/stratified.py: block i of one folder against block i of the other; they
+test of "the draw changed take-up" (analysis/statistics/stratified.py: block i of one folder against block i of the other; they
 share the z-free seed and the training seeds, and differ in the records). Per (family, term, alpha) and folder: sum
 - mean's take-up counts and Breslow-Day's p that the blocks agree on it (larger between-block variance shows as a
 smaller p). Each folder's verdict reading is in its tables/cross_term.csv.
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY
-from experiments.synthetic_sequences.analysis.stratified import breslow_day_p, exact_stratified_p
+from experiments.synthetic_sequences.analysis.statistics.stratified import breslow_day_p, exact_stratified_p
+from experiments.synthetic_sequences.arms import BLOCK, TOOK_UP
 
 ARM = ["family", "term", "mode", "alpha"]
 
@@ -34,7 +34,7 @@ def read_runs(results: str | Path) -> pd.DataFrame:
 
 def block_counts(arm: pd.DataFrame) -> dict[int, tuple[int, int]]:
     """{block: (took up, runs)} of one arm."""
-    return {int(block): (int(runs[PRIMARY].sum()), len(runs)) for block, runs in arm.groupby(BLOCK)}
+    return {int(block): (int(runs[TOOK_UP].sum()), len(runs)) for block, runs in arm.groupby(BLOCK)}
 
 
 def counts_text(counts: dict[int, tuple[int, int]]) -> str:

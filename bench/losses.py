@@ -33,11 +33,11 @@ from bench.common import (
     ratio_figure,
     scheduled_batches,
 )
+from bench.step import train_step
 from core.disentanglement.batching import step_generator
 from experiments.synthetic_sequences.training.cvae_run import resolve_objective
 from experiments.synthetic_sequences.training.inputs import load_inputs
 from experiments.synthetic_sequences.training.model_setup import build_optimizer, initial_model
-from experiments.synthetic_sequences.training.train_step import train_step
 
 BASELINE = ("raw", "mean", 0.0)
 CONTROL = "raw mean (control: the baseline step again)"

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.common import BenchResult, Figure, default_config, print_result, progress, wall_time, workflow_dir
-from experiments.synthetic_sequences.analysis.curves import RECON_CURVE
+from experiments.synthetic_sequences.analysis.records.curves import RECON_CURVE
 from experiments.synthetic_sequences.run_layout import reference_artifact
 
 

@@ -4,8 +4,8 @@
         [--arms mean sum scale balance] [--alternative mean=0.05 sum=0.7 scale=0.5 balance=0.05]
 
 Take-up outcomes are drawn per (arm, reference block, seed) and read look by look with
-`analysis.sequential.look_decisions`, the code the pipeline's looks run, on the design given (parsed by
-`planning.design.parse_design`, as a config's `design` block is):
+`sequential.decisions.look_decisions`, the code the pipeline's looks run, on the design given (parsed by
+`sequential.design.parse_design`, as a config's `design` block is):
 
   null          every arm at one take-up rate per block (the blocks alike, or differing: 0.1 / 0.5 / 0.9 in turn),
                 every pair of arms 0.3 (the margin) or more apart (no "equivalent" is true), and a partial null
@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
-from experiments.synthetic_sequences.analysis.contrasts import MARGINS, PRIMARY
-from experiments.synthetic_sequences.analysis.sequential import arms_to_train, look_decisions, naive_decisions
-from experiments.synthetic_sequences.planning.design import EQUIVALENT, OPEN, Design, parse_design
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import MARGINS
+from experiments.synthetic_sequences.analysis.statistics import inference, multiplicity
+from experiments.synthetic_sequences.arms import TOOK_UP
+from experiments.synthetic_sequences.sequential.decisions import Counts, arms_to_train, look_decisions, planned, tested
+from experiments.synthetic_sequences.sequential.design import EQUIVALENT, OPEN, Design, parse_design
 
 ARMS = ("mean", "sum", "scale", "balance")
 NULLS = {  # the arms' rates per block
@@ -42,6 +45,18 @@ NULLS = {  # the arms' rates per block
 }
 MEASURED = {"mean": 0.05, "sum": 0.7, "scale": 0.5, "balance": 0.05}
 DIFFERENT = ("raises", "lowers")
+
+
+def naive_decisions(arms: Mapping[str, Counts], alpha: float = inference.ALPHA) -> dict[str, str]:
+    """What rereading the fixed verdict does at any n: Holm at the full alpha over every planned contrast."""
+    results = tested(arms, planned(arms))
+    adjusted = multiplicity.adjust([p for _, _, p in results], "holm") if results else []
+    decisions = {}
+    for (name, (k_a, n_a, k_b, n_b), _), p_adjusted in zip(results, adjusted, strict=True):
+        decisions[name] = "raises" if k_a / n_a > k_b / n_b else "lowers"
+        if not multiplicity.rejects(p_adjusted, alpha):
+            decisions[name] = OPEN
+    return decisions
 
 
 def draw_outcomes(rates: dict[str, list[float]], references: int, seeds: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -89,7 +104,7 @@ def false_kinds(decisions: dict, rates: dict[str, list[float]]) -> tuple[bool, b
         gap = rates[a][0] - rates[b][0]
         label = decision if isinstance(decision, str) else decision.decision
         different |= label in DIFFERENT and (gap == 0 or (label == "raises") != (gap > 0))
-        equivalent |= label == EQUIVALENT and abs(gap) >= MARGINS[PRIMARY] - 1e-12
+        equivalent |= label == EQUIVALENT and abs(gap) >= MARGINS[TOOK_UP] - 1e-12
     return different, equivalent
 
 

@@ -41,10 +41,11 @@ from bench.common import (
     scheduled_batches,
 )
 from core.disentanglement.batching import step_generator
+from core.disentanglement.training import optimisation_step
 from experiments.synthetic_sequences.training.cvae_run import resolve_objective
 from experiments.synthetic_sequences.training.inputs import load_inputs
 from experiments.synthetic_sequences.training.model_setup import initial_model, parameter_groups
-from experiments.synthetic_sequences.training.train_step import train_step
+from experiments.synthetic_sequences.training.train_step import Objective, objective
 
 # name -> (AdamW options, trainer settings changed)
 CANDIDATES = {
@@ -62,6 +63,15 @@ CATEGORIES = (
     ("GELU", ("gelu",)),
     ("optimiser", ("adam", "_foreach", "lerp", "addcdiv", "addcmul", "sqrt")),
 )
+
+
+def train_step(model, optimizer, batch, base_nll, *, generator, grad_clip: float, spec: Objective) -> dict[str, float]:
+    """One step outside the training loop (benchmarks, tests): forward, objective, then the loop's own optimiser
+    step, which raises NonFiniteLoss before touching the weights."""
+    model.train()
+    loss, metrics = objective(model(batch, generator), base_nll, batch.mask, spec)
+    metrics["grad_norm"] = optimisation_step(model.parameters(), optimizer, loss, metrics, grad_clip)
+    return metrics
 
 
 class Candidate:

@@ -16,15 +16,16 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, COMPARISONS, PRIMARY, takeup_row
-from experiments.synthetic_sequences.analysis.inference import ALPHA
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import takeup_row
+from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
+from experiments.synthetic_sequences.arms import BLOCK, COMPARISONS, TOOK_UP
 
 LAYOUTS = ((5, 2), (2, 5), (1, 10), (5, 3), (5, 4))  # (references, seeds per reference)
 
 
 def arm(took_up: np.ndarray, seeds: int) -> pd.DataFrame:
     """An arm's runs: took_up per run, seeds runs per block in block order."""
-    return pd.DataFrame({PRIMARY: took_up, BLOCK: np.repeat(np.arange(len(took_up) // seeds), seeds), "converged": 1.0})
+    return pd.DataFrame({TOOK_UP: took_up, BLOCK: np.repeat(np.arange(len(took_up) // seeds), seeds), "converged": 1.0})
 
 
 def power(references: int, seeds: int, sum_rate: float, mean_rate: float, draws: int, rng: np.random.Generator) -> float:

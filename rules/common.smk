@@ -7,12 +7,13 @@ from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
 from core.disentanglement.registry import alternation
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN
 from experiments.synthetic_sequences.planning.grid import FAMILY_PATTERN
+from experiments.synthetic_sequences.planning.plan_tables import TERM_PLOTS
 from experiments.synthetic_sequences.run_layout import CHUNK_TEMPLATE, LOOK_TEMPLATE, METRICS_TEMPLATE, REFERENCE_ARTIFACTS, RUN_TEMPLATE
 
 RUN = RUN_TEMPLATE  # a run directory under runs/, and its metrics file under metrics/ (run_layout)
 CHUNK = CHUNK_TEMPLATE  # the seeds of one arm trained together (chunks.py), the record of a training job
 BLOCK = REFERENCE_ARTIFACTS  # a reference block's z-free model, scores and c_base, by the {reference} wildcard
-LOOK = LOOK_TEMPLATE  # a sequential design's look file, by the {look} wildcard (analysis/look_files.py)
+LOOK = LOOK_TEMPLATE  # a sequential design's look file, by the {look} wildcard (sequential/look_files.py)
 # wildcard constraints from the registries: a new term or mode is one entry in core/disentanglement
 TERM_PATTERN = alternation(OPTIMISABLE_TERMS)
 MODE_PATTERN = alternation(AGGREGATION_MODES)
@@ -63,6 +64,8 @@ KEY_REPORTS = {
 def reported(path):
     """`path` flagged for the report with its caption: a key file's own (KEY_REPORTS), else its kind's (Tables, Plots)."""
     name = os.path.basename(path)
+    # a figure drawn one file per (main family, term) on a beta axis takes its whole figure's caption
+    name = next((f"{plot}.png" for plot in TERM_PLOTS if name.startswith(f"{plot}_")), name)
     if name in KEY_REPORTS:
         caption, subcategory = KEY_REPORTS[name]
         category = "Verdict"

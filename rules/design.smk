@@ -1,7 +1,7 @@
 checkpoint design_look:
-    # a sequential design's look k (analysis/look_files.py): it reads the open arms' runs at the look's layout, and its
+    # a sequential design's look k (sequential/look_files.py): it reads the open arms' runs at the look's layout, and its
     # file says what look k + 1 trains; the input functions of the next look and of the tables read it, verified.
-    # Look 1 also records the design in the results folder (planning/design_record.py), outside its declared output, which
+    # Look 1 also records the design in the results folder (sequential/record.py), outside its declared output, which
     # snakemake would delete before the job: the record must outlive its look files
     input:
         metrics=PLAN.look_metrics,
@@ -23,6 +23,6 @@ checkpoint design_look:
         reset=PLAN.reset_flag(),
         pilot=PLAN.pilot_flags(),
     shell:
-        "python -m experiments.synthetic_sequences.analysis.look_files --look {wildcards.look} --design {params.design} "
+        "python -m experiments.synthetic_sequences.sequential.look_files --look {wildcards.look} --design {params.design} "
         "--control-of={params.control_of:q} --metrics {input.metrics:q} --previous {input.previous:q} {params.reset} "
         "--out {output:q} {params.pilot} > {log:q} 2>&1"

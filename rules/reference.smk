@@ -16,8 +16,8 @@ rule train_zfree:
         results("benchmarks/train_zfree/ref{reference}.tsv")
     conda:
         "../envs/pipeline.yaml"
-    # a second thread buys this small model nothing (1,500 steps: 20-25 s on 2 threads, 22-23 s on 1 beside another),
-    # so the blocks' models train side by side
+    # a second thread buys this small model nothing (bench/README.md, "Figures kept out of the code"), so the blocks'
+    # models train side by side
     threads: 1
     resources:
         runtime=30,

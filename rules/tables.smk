@@ -87,10 +87,11 @@ rule plots:
     params:
         out_dir=PLAN.output_folder,
         control_of=PLAN.control_pairs(),
+        per_term=PLAN.plot_split_flag(),
     shell:
-        "python -m experiments.synthetic_sequences.analysis.plots --runs {input.runs:q} "
+        "python -m experiments.synthetic_sequences.analysis.report.plots --runs {input.runs:q} "
         "--mean-vs-sum {input.mean_vs_sum:q} --curves {input.curves:q} --cross-term {input.cross_term:q} --control-of={params.control_of:q} "
-        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "{params.per_term}--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule beta_curve_plot:
@@ -111,7 +112,7 @@ rule beta_curve_plot:
     params:
         control_of=PLAN.control_pairs(),
     shell:
-        "python -m experiments.synthetic_sequences.analysis.beta_curve_plot {input.runs:q} --table {input.table:q} "
+        "python -m experiments.synthetic_sequences.analysis.report.beta_curve_plot {input.runs:q} --table {input.table:q} "
         "--control-of={params.control_of:q} --plot {output:q} > {log:q} 2>&1"
 
 

@@ -5,7 +5,7 @@ import json
 import re
 import zipfile
 
-from experiments.synthetic_sequences.analysis.curves import TAKEUP_THRESHOLD
+from experiments.synthetic_sequences.analysis.records.curves import TAKEUP_THRESHOLD
 from experiments.synthetic_sequences.metrics import margins
 
 

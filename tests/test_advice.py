@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from experiments.synthetic_sequences.analysis.metrics_files import write_metrics
-from experiments.synthetic_sequences.analysis.verdict_text import seeds_command
+from experiments.synthetic_sequences.analysis.records.metrics_files import write_metrics
+from experiments.synthetic_sequences.analysis.report.verdict_text import seeds_command
 from experiments.synthetic_sequences.planning.pilot_command import PilotCommand
 
 pytestmark = pytest.mark.slow  # each follows its advice through retraining: minutes together

@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from experiments.synthetic_sequences.analysis import inference
-from experiments.synthetic_sequences.analysis.curves import last_quarter_change
-from experiments.synthetic_sequences.analysis.sequential import earlier_decisions
+from experiments.synthetic_sequences.analysis.comparisons.readings import onset_sooner, reading
+from experiments.synthetic_sequences.analysis.records.curves import last_quarter_change
+from experiments.synthetic_sequences.analysis.statistics import inference
 from experiments.synthetic_sequences.analysis.tables import aggregate
-from experiments.synthetic_sequences.analysis.verdict import onset_sooner, reading
 from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW
+from experiments.synthetic_sequences.sequential.decisions import earlier_decisions
 
 
 @pytest.mark.parametrize(

@@ -8,15 +8,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments.synthetic_sequences.analysis import beta_axis
-from experiments.synthetic_sequences.analysis.beta_curve_text import HEADING, beta_curve_section, interval
+from experiments.synthetic_sequences.analysis.comparisons import beta_axis
+from experiments.synthetic_sequences.analysis.report.beta_curve_text import HEADING, beta_curve_section, interval
 from experiments.synthetic_sequences.planning.bindings import BindingError, run_record
 from experiments.synthetic_sequences.planning.config_files import merge_order, settle_family_betas
-from experiments.synthetic_sequences.planning.design import DesignError, parse_design
 from experiments.synthetic_sequences.planning.grid import expand_grid
-from experiments.synthetic_sequences.planning.looks import check_design_grid
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.run_layout import GridError, format_beta, parse_run_key, parse_run_path, run_key, run_path
+from experiments.synthetic_sequences.sequential.design import DesignError, parse_design
+from experiments.synthetic_sequences.sequential.looks import check_design_grid
 
 SETTINGS = {"steps": 10}
 

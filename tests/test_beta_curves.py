@@ -1,4 +1,4 @@
-"""The shift factor k between mean's and sum's take-up curves over beta (analysis/beta_curves.py): the fits against a
+"""The shift factor k between mean's and sum's take-up curves over beta (analysis/statistics/beta_curves.py): the fits against a
 second implementation, the profile interval against a scan of its own definition, a shift built into the data
 recovered, and each reading's rule."""
 
@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from bench.curve_shift import pilot
-from experiments.synthetic_sequences.analysis import beta_curves
-from experiments.synthetic_sequences.analysis.beta_curves import (
+from experiments.synthetic_sequences.analysis.statistics import beta_curves
+from experiments.synthetic_sequences.analysis.statistics.beta_curves import (
     Curves,
     additive,
     against_prediction,
@@ -22,7 +22,7 @@ from experiments.synthetic_sequences.analysis.beta_curves import (
     shift_loglik,
     shift_table,
 )
-from experiments.synthetic_sequences.analysis.contrasts import PRIMARY
+from experiments.synthetic_sequences.arms import TOOK_UP
 
 BETAS = np.array([0.01, 0.02, 0.04, 0.08, 0.16])
 
@@ -33,7 +33,7 @@ def cell_runs(rates: dict[tuple[float, str], float], runs_per_cell: int, blocks:
     for (beta, mode), rate in rates.items():
         took = round(rate * runs_per_cell)
         for index in range(runs_per_cell):
-            rows.append({"reference": index % blocks, "beta": beta, "mode": mode, "controls": "none", PRIMARY: float(index < took)})
+            rows.append({"reference": index % blocks, "beta": beta, "mode": mode, "controls": "none", TOOK_UP: float(index < took)})
     return pd.DataFrame(rows)
 
 
@@ -171,7 +171,7 @@ def test_the_table_reads_main_families_with_both_modes_at_two_betas_or_more(monk
 
 
 def test_the_figure_draws_a_panel_per_row_with_k_and_the_reading_in_its_title(monkeypatch, tmp_path):
-    from experiments.synthetic_sequences.analysis import beta_curve_plot
+    from experiments.synthetic_sequences.analysis.report import beta_curve_plot
 
     monkeypatch.setattr(beta_curves, "BOOTSTRAP_DRAWS", 20)
     figures = []
@@ -195,7 +195,7 @@ def test_the_figure_draws_a_panel_per_row_with_k_and_the_reading_in_its_title(mo
 
 
 def test_the_cli_prints_the_table_and_draws_the_figure_with_raws_scale_prediction(tmp_path, monkeypatch, capsys):
-    from experiments.synthetic_sequences.analysis import beta_curve_plot
+    from experiments.synthetic_sequences.analysis.report import beta_curve_plot
 
     monkeypatch.setattr(beta_curves, "BOOTSTRAP_DRAWS", 20)
     rng = np.random.default_rng(6)
@@ -235,15 +235,15 @@ def test_each_cells_expected_share_comes_from_the_shift_models_fit_and_sums_to_e
     control = runs.head(4).assign(family="f-scale", controls="scale")
     cells = cells_table(pd.concat([runs, control]))
     assert set(cells.family) == {"f"} and len(cells) == 2 * len(BETAS) and set(cells.runs) == {8}
-    observed = runs.groupby(["beta", "mode"])[PRIMARY].sum()
+    observed = runs.groupby(["beta", "mode"])[TOOK_UP].sum()
     assert cells.set_index(["beta", "mode"]).took_up.to_dict() == observed.astype(int).to_dict()
     expected = (cells.fitted * cells.runs).groupby(cells["mode"]).sum()
-    assert expected.to_dict() == pytest.approx(runs.groupby("mode")[PRIMARY].sum().to_dict(), abs=1e-6)
+    assert expected.to_dict() == pytest.approx(runs.groupby("mode")[TOOK_UP].sum().to_dict(), abs=1e-6)
     assert cells_table(runs[runs.beta == BETAS[0]]).empty and list(cells_table(runs.iloc[:0]).columns) == list(cells.columns)
 
 
 def test_the_plot_reads_a_given_shift_table_and_titles_a_curve_without_k(tmp_path):
-    from experiments.synthetic_sequences.analysis import beta_curve_plot
+    from experiments.synthetic_sequences.analysis.report import beta_curve_plot
 
     flat = cell_runs({(beta, mode): 0.0 for beta in BETAS for mode in ("mean", "sum")}, 4).assign(family="f", term="dist", alpha=0.0)
     flat.to_parquet(tmp_path / "runs.parquet")

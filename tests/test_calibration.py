@@ -1,11 +1,11 @@
-"""The operating-point rule of analysis/calibration.py, on take-up counts whose choice is known by hand."""
+"""The operating-point rule of analysis/comparisons/calibration.py, on take-up counts whose choice is known by hand."""
 
 import math
 
 import pandas as pd
 import pytest
 
-from experiments.synthetic_sequences.analysis.calibration import calibration_table, choose_beta, main
+from experiments.synthetic_sequences.analysis.comparisons.calibration import calibration_table, choose_beta, main
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import yaml
 from snakemake.common.configfile import load_configfile
 from snakemake.utils import update_config
 
+from experiments.synthetic_sequences.arms import TAKE_UP
 from experiments.synthetic_sequences.generate import SequenceConfig
 from experiments.synthetic_sequences.planning import config_docs
 from experiments.synthetic_sequences.planning.config_docs import (
@@ -22,9 +23,9 @@ from experiments.synthetic_sequences.planning.config_docs import (
     schema_keys,
 )
 from experiments.synthetic_sequences.planning.config_files import SHIPPED, drop_removed_families, read_configs
-from experiments.synthetic_sequences.planning.design import parse_design
-from experiments.synthetic_sequences.planning.endpoints import TAKE_UP, declared_primary
+from experiments.synthetic_sequences.planning.endpoints import declared_primary
 from experiments.synthetic_sequences.planning.grid import expand_grid, family_seeds, resolve_references, run_betas
+from experiments.synthetic_sequences.sequential.design import parse_design
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "config" / "README.md"

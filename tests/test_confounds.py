@@ -4,7 +4,12 @@ import math
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.confounds import length_line, length_predicts_strategy, length_separation, token_line
+from experiments.synthetic_sequences.analysis.comparisons.confounds import (
+    length_line,
+    length_predicts_strategy,
+    length_separation,
+    token_line,
+)
 
 NAN = math.nan
 

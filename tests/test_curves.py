@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from core.disentanglement.artifacts import sha256_file
-from experiments.synthetic_sequences.analysis.curves import (
+from experiments.synthetic_sequences.analysis.records.curves import (
     MI_FLOOR,
     TAKEUP_THRESHOLD,
     convergence,
     last_quarter_change,
     takeup,
 )
-from experiments.synthetic_sequences.analysis.metrics_files import run_metrics, runs_table, write_metrics
-from experiments.synthetic_sequences.analysis.run_files import validation_rows
+from experiments.synthetic_sequences.analysis.records.metrics_files import run_metrics, runs_table, write_metrics
+from experiments.synthetic_sequences.analysis.records.run_files import validation_rows
 from experiments.synthetic_sequences.analysis.tables import aggregate, curves_table
 from experiments.synthetic_sequences.generate import SequenceConfig, generate
 from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW

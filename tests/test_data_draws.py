@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 from test_workflow import dry_run_jobs, snakemake, write_config
 
-from experiments.synthetic_sequences.analysis.confounds import confound_table, length_predicts_strategy
+from experiments.synthetic_sequences.analysis.comparisons.confounds import confound_table, length_predicts_strategy
+from experiments.synthetic_sequences.analysis.report.verdict_text import scope_line
 from experiments.synthetic_sequences.analysis.tables import read_draws
-from experiments.synthetic_sequences.analysis.verdict_text import scope_line
 from experiments.synthetic_sequences.planning.bindings import BindingError, check_inputs, grid_document
 from experiments.synthetic_sequences.planning.data_draws import (
     SHARED_DRAW,

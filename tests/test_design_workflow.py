@@ -30,10 +30,10 @@ import yaml
 from test_workflow import ROOT, SNAKEMAKE, snakemake
 
 from core.disentanglement.artifacts import sha256_json
-from experiments.synthetic_sequences.analysis.metrics_files import write_metrics
+from experiments.synthetic_sequences.analysis.records.metrics_files import write_metrics
 from experiments.synthetic_sequences.planning.results_lock import identity
-from experiments.synthetic_sequences.planning.slurm_jobs import check_design_packing
 from experiments.synthetic_sequences.run_layout import GridError, metrics_path
+from experiments.synthetic_sequences.sequential.stage import check_design_packing
 
 SETTINGS = {"steps": 10, "eval_every": 5, "eval_prompts_per_code": 2}
 TINY = {

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.synthetic_sequences.analysis import inference, multiplicity
+from experiments.synthetic_sequences.analysis.statistics import inference, multiplicity
 
 # a small censored example: steps of take-up, 1 = onset seen, 0 = censored at that step
 TIMES_A, SEEN_A = np.array([3.0, 5, 5, 8, 10]), np.array([1, 1, 0, 1, 0])

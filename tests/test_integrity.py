@@ -23,7 +23,7 @@ from pandas.testing import assert_frame_equal
 from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.scores import read_scores, write_scores
 from core.disentanglement.zfree import train_zfree
-from experiments.synthetic_sequences.analysis.metrics_files import (
+from experiments.synthetic_sequences.analysis.records.metrics_files import (
     RUN_COLUMNS,
     check_endpoints_finite,
     check_extracted,

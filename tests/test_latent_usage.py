@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bench.validation import difference_of_squares_usage
-from experiments.synthetic_sequences.analysis.curves import TAKEUP_THRESHOLD
-from experiments.synthetic_sequences.analysis.run_files import check_values
+from experiments.synthetic_sequences.analysis.records.curves import TAKEUP_THRESHOLD
+from experiments.synthetic_sequences.analysis.records.run_files import check_values
 from experiments.synthetic_sequences.training.latent_usage import MI_DRAWS, continuous_usage, discrete_usage
 
 

@@ -83,33 +83,54 @@ def test_no_import_cycles():
 
 
 PACKAGE = "experiments.synthetic_sequences"
-# which rooms a room may import: training and analysis never read each other; planning reads only the trainer's settings
-ALLOWED = {
-    "training": {"training"},
-    "planning": {"planning", "training.settings"},
-    "analysis": {"analysis", "planning"},
-}
+# The rooms, lowest first: a module imports from its own room and the rooms below it, never above. A module's room is
+# the longest prefix that names it; modules in no room (run_layout, arms, metrics, generate, ...) are shared by all.
+# The trainer is a room apart: it and the analysis never read each other.
+LAYERS = (
+    "training.settings",  # a run's settings: what the planner turns into command lines
+    "planning",  # the grid, its chunks, the bindings, the draws: torch- and pandas-free
+    "analysis.records",  # what a run wrote, read and checked
+    "analysis.statistics",  # tests, intervals, the shift fit: data in, numbers out
+    "analysis.comparisons",  # the contrasts between arms and their readings, as codes
+    "sequential",  # the sequential design: its looks decide with the comparisons
+    "analysis.report",  # words and figures, the design's text included
+    "analysis.tables",  # the tables' CLI: every room above, composed
+    "planning.plan",  # the plan the Snakefile loads: every stage's questions, the design's looks among them
+)
+APART = "training"
 
 
-# The plan's looks verify a look file by recomputing its decisions, which is the analysis' work (pandas, imported only
-# under a sequential design): the one edge against the rooms' direction, until the sequential design is a package of
-# its own (docs/pipeline.md, "Layout").
-ALLOWED_EDGES = {"planning.plan_looks": {"analysis.look_files", "analysis.sequential"}}
+def room_of(module: str) -> str | None:
+    name = module.removeprefix(f"{PACKAGE}.")
+    rooms = [room for room in (*LAYERS, APART) if name == room or name.startswith(f"{room}.")]
+    return max(rooms, key=len, default=None)
 
 
-def test_training_analysis_and_planning_import_only_what_the_readme_says():
+def test_imports_run_one_way_through_the_rooms():
     wrong = []
     for name, imported in module_graph().items():
-        room = name.removeprefix(f"{PACKAGE}.").split(".")[0]
-        if not name.startswith(PACKAGE) or room not in ALLOWED:
+        room = room_of(name)
+        if not name.startswith(PACKAGE) or room is None:
             continue
-        edges = ALLOWED_EDGES.get(name.removeprefix(f"{PACKAGE}."), set())
         for target in imported:
-            other = target.removeprefix(f"{PACKAGE}.")
-            if target.startswith(PACKAGE) and other.split(".")[0] in ALLOWED and other not in edges:
-                if not any(other == allowed or other.startswith(f"{allowed}.") for allowed in ALLOWED[room]):
-                    wrong.append(f"{name} imports {target}")
+            other = room_of(target)
+            if other is None or other == room:
+                continue
+            if room == APART or other == APART:
+                allowed = room == APART and other == "training.settings"
+            else:
+                allowed = LAYERS.index(other) < LAYERS.index(room)
+            if not allowed:
+                wrong.append(f"{name} ({room}) imports {target} ({other})")
     assert not wrong
+
+
+def test_every_room_of_the_analysis_holds_at_most_ten_modules_and_says_what_it_holds():
+    packages = [ROOT / "experiments/synthetic_sequences" / name for name in ("analysis", "sequential")]
+    packages += [path for path in packages[0].iterdir() if (path / "__init__.py").exists()]
+    crowded = [f"{path.name}: {n}" for path in packages if (n := len([p for p in path.glob("*.py") if p.name != "__init__.py"])) > 10]
+    silent = [path.name for path in packages if not ast.get_docstring(ast.parse((path / "__init__.py").read_text()))]
+    assert not crowded and not silent, (crowded, silent)
 
 
 def test_the_shared_modules_load_no_torch_or_pandas():

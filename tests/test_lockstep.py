@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from core.disentanglement.lockstep import SeedStack
-from experiments.synthetic_sequences.analysis.run_files import execution_label, numerics_label
+from experiments.synthetic_sequences.analysis.records.run_files import execution_label, numerics_label
 from experiments.synthetic_sequences.run_layout import RESUME
 from experiments.synthetic_sequences.training import model_setup
 from experiments.synthetic_sequences.training.inputs import load_inputs

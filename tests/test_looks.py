@@ -8,12 +8,12 @@ import json
 import pytest
 
 from core.disentanglement.artifacts import sha256_file, sha256_json
-from experiments.synthetic_sequences.analysis.look_files import check_look_runs, look_document, read_look
-from experiments.synthetic_sequences.planning.design import DesignError, parse_design
-from experiments.synthetic_sequences.planning.design_record import DESIGN_RECORD, check_design_fixed, record_design
 from experiments.synthetic_sequences.planning.grid import expand_grid
-from experiments.synthetic_sequences.planning.looks import arm_of, check_design_grid, look_specs, trained_specs
 from experiments.synthetic_sequences.run_layout import metrics_path
+from experiments.synthetic_sequences.sequential.design import DesignError, parse_design
+from experiments.synthetic_sequences.sequential.look_files import check_look_runs, look_document, read_look
+from experiments.synthetic_sequences.sequential.looks import arm_of, check_design_grid, look_specs, trained_specs
+from experiments.synthetic_sequences.sequential.record import DESIGN_RECORD, check_design_fixed, record_design
 
 SETTINGS = {"steps": 10}
 FAMILIES = {

@@ -2,7 +2,10 @@
 
 import pytest
 
-from experiments.synthetic_sequences.analysis import contrasts, run_files, verdict
+from experiments.synthetic_sequences.analysis.comparisons import contrasts
+from experiments.synthetic_sequences.analysis.records import run_files
+from experiments.synthetic_sequences.analysis.report import verdict
+from experiments.synthetic_sequences.arms import TOOK_UP
 from experiments.synthetic_sequences.metrics import METRICS, REGISTRY, VIEWS, Metric, margins, uses, view
 
 
@@ -29,7 +32,7 @@ def test_uses_is_the_views_read_the_other_way():
 
 
 def test_every_compared_metric_has_its_margin_and_the_analysis_reads_the_registry():
-    compared = {contrasts.PRIMARY, *view("paired_contrasts"), *view("secondary_contrasts")}
+    compared = {TOOK_UP, *view("paired_contrasts"), *view("secondary_contrasts")}
     assert compared == set(margins())
     assert contrasts.MARGINS == {"took_up": 0.3} | dict.fromkeys(sorted(compared - {"took_up"}), 0.05)
     assert [endpoint.metric for endpoint in verdict.ENDPOINTS] == list(view("verdict"))

@@ -14,7 +14,7 @@ TRAIN_A_TOY_FAMILY = """
 import json, sys
 import toy_family
 toy_family.register()  # before the trainer's settings are imported, as an entry in registry.py is
-from experiments.synthetic_sequences.analysis.metrics_files import run_metrics
+from experiments.synthetic_sequences.analysis.records.metrics_files import run_metrics
 from experiments.synthetic_sequences.planning.grid import expand_grid
 from experiments.synthetic_sequences.training.cvae_run import train
 

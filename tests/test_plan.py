@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from experiments.synthetic_sequences.planning.plan import Plan, WorkflowFiles
+from experiments.synthetic_sequences.planning.plan_tables import PLOTS
 from experiments.synthetic_sequences.run_layout import GridError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,3 +97,13 @@ def test_a_chunk_record_whose_run_is_gone_is_refused_on_disk(tmp_path):
     gone = r"1 run\(s\) are gone or unfinished, but .*\(discrete/ref0/raw_sum_0/seed0\)\. Train them again: rm "
     with pytest.raises(GridError, match=gone):
         plan.check_on_disk()
+
+
+def test_a_beta_axis_draws_take_up_and_learning_curves_one_file_per_main_family_and_term(tmp_path):
+    """Off an axis the six figures as ever; on config/curve.yaml's axis takeup and curves are one file per (main
+    family, term), a control family's runs in its main family's file, and no whole-grid takeup.png or curves.png."""
+    assert [Path(path).name for path in load(tmp_path).plot_files()] == [f"{plot}.png" for plot in PLOTS]
+    names = {Path(path).name for path in load(tmp_path, yaml.safe_load((ROOT / "config" / "curve.yaml").read_text())).plot_files()}
+    pairs = [(family, term) for family in ("discrete", "continuous") for term in ("dist", "tokcc", "hybrid", "raw")]
+    split = {f"{plot}_{family}_{term}.png" for plot in ("takeup", "curves") for family, term in pairs}
+    assert names == split | {"separation.png", "latent_usage.png", "mean_vs_sum.png", "forest.png"}

@@ -12,16 +12,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from core.disentanglement.artifacts import sha256_json
-from experiments.synthetic_sequences.analysis.look_files import LOOK_SCHEMA, look_document, read_look
-from experiments.synthetic_sequences.analysis.metrics_files import RUN_COLUMNS, RUN_RECORD, RUN_RECORD_SCHEMA, read_metrics
-from experiments.synthetic_sequences.analysis.run_files import METADATA_SCHEMA, read_finished_run
+from experiments.synthetic_sequences.analysis.records.metrics_files import RUN_COLUMNS, RUN_RECORD, RUN_RECORD_SCHEMA, read_metrics
+from experiments.synthetic_sequences.analysis.records.run_files import METADATA_SCHEMA, read_finished_run
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER, GRID_SCHEMA, Binding, BindingError
 from experiments.synthetic_sequences.planning.data_draws import RECORDS_SHA256, SUMMARY_SCHEMA, DrawError, read_summary
-from experiments.synthetic_sequences.planning.design import Design, DesignError, Look, design_record
-from experiments.synthetic_sequences.planning.design_record import DESIGN_RECORD, DESIGN_RECORD_SCHEMA, read_design_record
 from experiments.synthetic_sequences.planning.record_shape import shape_error
 from experiments.synthetic_sequences.planning.results_lock import LOCK_FILE, LOCK_SCHEMA, ResultsInUse, check_free, identity
 from experiments.synthetic_sequences.run_layout import CHUNK_RECORD_SCHEMA, METADATA, RUN_OUTPUTS, GridError, read_chunk_record
+from experiments.synthetic_sequences.sequential.design import Design, DesignError, Look, design_record
+from experiments.synthetic_sequences.sequential.look_files import LOOK_SCHEMA, look_document, read_look
+from experiments.synthetic_sequences.sequential.record import DESIGN_RECORD, DESIGN_RECORD_SCHEMA, read_design_record
 from experiments.synthetic_sequences.splits import SPLITS
 
 DESIGN = Design((Look(1, 1, 4), Look(2, 1, 8)), "pocock", 8)

@@ -9,9 +9,10 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-from experiments.synthetic_sequences.analysis import inference, multiplicity
-from experiments.synthetic_sequences.analysis.sequential import arms_to_train, check_decidable, look_decisions, naive_decisions
-from experiments.synthetic_sequences.planning.design import DesignError, parse_design
+from bench.sequential_design import naive_decisions
+from experiments.synthetic_sequences.analysis.statistics import inference, multiplicity
+from experiments.synthetic_sequences.sequential.decisions import arms_to_train, check_decidable, look_decisions
+from experiments.synthetic_sequences.sequential.design import DesignError, parse_design
 
 
 def sequential(looks, maximum, spending="obrien-fleming"):
@@ -167,8 +168,8 @@ def test_a_design_with_a_look_that_can_decide_nothing_is_refused_naming_the_look
 
 
 def test_the_tables_refuse_looks_whose_runs_are_not_the_grid_records(tmp_path):
-    from experiments.synthetic_sequences.analysis.look_files import check_looks_read, read_looks
     from experiments.synthetic_sequences.planning.bindings import BindingError
+    from experiments.synthetic_sequences.sequential.look_files import check_looks_read, read_looks
 
     looks = [{"runs_read": {"a": "1", "b": "2"}}, {"runs_read": {"b": "2", "c": "3"}}]
     check_looks_read(looks, {"runs": {"a": {}, "b": {}, "c": {}}})

@@ -24,7 +24,6 @@ import pytest
 import yaml
 
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
-from experiments.synthetic_sequences.planning.chunks import chunk_path
 from experiments.synthetic_sequences.planning.grid import RunSpec
 from experiments.synthetic_sequences.planning.slurm_jobs import runs_of_slurm_job
 from experiments.synthetic_sequences.run_layout import parse_run_path
@@ -44,7 +43,7 @@ PER_JOB = DEFAULT_CONFIG["seeds_per_job"]
 
 def chunks_of(runs: list[dict]) -> set[str]:
     """The chunks (training jobs) a Slurm job's runs trained in."""
-    return {chunk_path(RunSpec(model="", beta=0.0, controls="", **run), PER_JOB) for run in runs}
+    return {RunSpec(model="", beta=0.0, controls="", **run).chunk_path(PER_JOB) for run in runs}
 
 
 CANCELLED_SPEC = RunSpec(model="", beta=0.0, controls="", **CANCELLED_PARAMS)
@@ -93,7 +92,7 @@ def test_default_pilot_runs_on_slurm_in_packed_jobs_and_a_cancelled_pack_resumes
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         # preempt the pack holding one run once that run trains: Slurm's scancel, as a time limit or preemption would
-        train_log = results / "logs" / "train_run" / f"{chunk_path(CANCELLED_SPEC, PER_JOB)}.log"  # its chunk's log
+        train_log = results / "logs" / "train_run" / f"{CANCELLED_SPEC.chunk_path(PER_JOB)}.log"  # its chunk's log
         wait_for(lambda: train_log.is_file() and "step " in train_log.read_text(), 1200, f"{CANCELLED_RUN} to start training")
         running = [job for job in sacct_jobs(first) if job["State"] == "RUNNING" and CANCELLED_PARAMS in runs_of(job)]
         assert len(running) == 1, running
@@ -210,7 +209,7 @@ def test_a_sequential_design_runs_its_looks_on_slurm(cluster, tmp_path):
     command = [
         *(sys.executable, "-m", "snakemake", "--profile", "slurm"),
         *("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"),
-        *("--group-components", "train=1"),  # a design's checkpoints break packing (planning/slurm_jobs.check_design_packing)
+        *("--group-components", "train=1"),  # a design's checkpoints break packing (sequential/stage.check_design_packing)
         *("--configfile", str(config), "--config", f"results={results}"),
     ]
     run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)

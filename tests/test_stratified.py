@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from experiments.synthetic_sequences.analysis import inference, multiplicity, stratified
-from experiments.synthetic_sequences.analysis.contrasts import takeup_row
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import takeup_row
+from experiments.synthetic_sequences.analysis.statistics import inference, multiplicity, stratified
 
 # (k_a, n_a, k_b, n_b) per reference block
 TABLES = [(1, 4, 3, 4), (0, 4, 2, 4), (2, 5, 4, 5)]

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from experiments.synthetic_sequences.analysis.contrasts import contrast_table
-from experiments.synthetic_sequences.analysis.inference import paired_seeds_needed, t_interval
-from experiments.synthetic_sequences.analysis.plots import make_plots
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import contrast_table
+from experiments.synthetic_sequences.analysis.report.plots import make_plots
+from experiments.synthetic_sequences.analysis.statistics.inference import paired_seeds_needed, t_interval
 from experiments.synthetic_sequences.analysis.tables import aggregate_table
 
 CONTROL_OF = {"main-scale": "main", "main-balance": "main"}
@@ -157,7 +157,7 @@ def test_a_single_seed_still_tabulates_and_plots(runs, tmp_path):
 def test_the_forest_plot_labels_each_row_with_the_designs_decision_and_names_its_intervals_naive(runs, monkeypatch):
     """Under a sequential design (a cross-term table with decisions) each row says what the design decided; without
     one the labels are the rows alone."""
-    from experiments.synthetic_sequences.analysis import plots
+    from experiments.synthetic_sequences.analysis.report import contrast_plots as plots
 
     figures = []
     monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
@@ -173,7 +173,7 @@ def test_the_forest_plot_labels_each_row_with_the_designs_decision_and_names_its
 
 def test_the_forest_plots_panel_titles_do_not_overlap(runs, monkeypatch):
     """Each panel names its endpoint and its interval method; drawn side by side, no title runs into the next one's."""
-    from experiments.synthetic_sequences.analysis import plots
+    from experiments.synthetic_sequences.analysis.report import contrast_plots as plots
 
     figures = []
     monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
@@ -192,7 +192,7 @@ def test_the_forest_plots_panel_titles_do_not_overlap(runs, monkeypatch):
 
 def test_a_forest_panel_with_nothing_to_compare_says_so(runs, monkeypatch):
     """A row without an estimate in a panel (no seed took up in both arms, for magnitude) is labelled, not left blank."""
-    from experiments.synthetic_sequences.analysis import plots
+    from experiments.synthetic_sequences.analysis.report import contrast_plots as plots
 
     figures = []
     monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
@@ -208,7 +208,7 @@ def test_a_forest_panel_with_nothing_to_compare_says_so(runs, monkeypatch):
 
 def test_a_forest_estimate_without_an_interval_says_so(runs, monkeypatch):
     """One seed pair gives an estimate but no interval: its point is labelled, not drawn as if it were exact."""
-    from experiments.synthetic_sequences.analysis import plots
+    from experiments.synthetic_sequences.analysis.report import contrast_plots as plots
 
     figures = []
     monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
@@ -220,3 +220,59 @@ def test_a_forest_estimate_without_an_interval_says_so(runs, monkeypatch):
     said = {index: [text.get_text() for text in ax.texts] for index, ax in enumerate(fig.axes)}
     assert [text.endswith(": no interval at this n") for text in said[1]] == [True]
     assert not any(text.endswith("no interval at this n") for text in said[0] + said[2])
+
+
+def test_on_a_beta_axis_take_up_and_learning_curves_are_one_small_file_per_main_family_and_term(tmp_path, monkeypatch):
+    """At config/curve.yaml's scale for one family (7 betas of raw, 5 of dist, 8 seeds in 4 blocks, a scale control
+    at one beta), takeup and curves are drawn per (main family, term): each file holds only its term's betas, a
+    control in its main family's file, and opens at 100% in at most 1 MB."""
+    from experiments.synthetic_sequences.analysis.report import plots
+    from experiments.synthetic_sequences.metrics import view
+
+    axes = {"raw": (0.013, 0.024, 0.047, 0.09, 0.17, 0.33, 0.63), "dist": (0.035, 0.062, 0.11, 0.2, 0.35)}
+    rng = np.random.default_rng(0)
+    rows = [
+        {**run(family, controls, term, mode, seed, rng.uniform()), "reference": seed // 2, "beta": beta, "key_beta": f"{beta:g}"}
+        for term, betas in axes.items()
+        for beta in betas
+        for family, controls, modes in (("main", "none", ("mean", "sum")), ("main-scale", "scale", ("mean",)))
+        if controls == "none" or (term, beta) == ("raw", 0.09)
+        for mode in modes
+        for seed in range(8)
+    ]
+    runs = pd.DataFrame(rows)
+    runs["onset_step"] = rng.uniform(100, 1500, len(runs)).round()
+    steps = range(0, 2001, 100)
+    curves = pd.DataFrame(
+        [
+            {**{k: r[k] for k in ("family", "controls", "term", "mode", "alpha", "reference", "seed", "key_beta")}, "metric": metric}
+            | {"step": step, "value": level / (1 + math.exp((r["onset_step"] - step) / 150)) + rng.normal(0, 0.01)}
+            for r in runs.to_dict("records")
+            for metric, level in zip(view("curve_panels"), (2.0, 0.6, 0.5, 0.05, 1.0), strict=True)
+            for step in steps
+        ]
+    )
+    runs.to_parquet(tmp_path / "runs.parquet")
+    contrast_table(runs, {"main-scale": "main"}).to_parquet(tmp_path / "pairs.parquet")
+    curves.to_parquet(tmp_path / "curves.parquet")
+    titles, save = {}, plots.save
+
+    def saved(fig, path):
+        titles[path.name] = [ax.get_title() for ax in fig.axes]
+        save(fig, path)
+
+    monkeypatch.setattr(plots, "save", saved)
+    tables = (tmp_path / f"{name}.parquet" for name in ("runs", "pairs", "curves"))
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "takeup.png").write_bytes(b"drawn over the whole grid before the split")
+    outputs = make_plots(*tables, tmp_path / "plots", {"main-scale": "main"}, per_term=True)
+    names = sorted(path.name for path in outputs)
+    assert names == sorted(
+        ["separation.png", "latent_usage.png", "mean_vs_sum.png", "forest.png"]
+        + [f"{plot}_main_{term}.png" for plot in ("takeup", "curves") for term in ("dist", "raw")]
+    )
+    assert all(path.stat().st_size <= 1_000_000 for path in outputs), {path.name: path.stat().st_size for path in outputs}
+    raw_rows = [title for title in titles["takeup_main_raw.png"] if title.endswith(": take-up")]
+    assert raw_rows == [f"main b={beta:g} raw a=0: take-up" for beta in sorted(axes["raw"], key=lambda beta: f"{beta:g}")]
+    assert not any("dist" in title for title in titles["takeup_main_raw.png"] + titles["curves_main_raw.png"])
+    assert not (tmp_path / "plots" / "takeup.png").exists()  # a stale whole-grid figure would read as this run's

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from bench.step import train_step
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
 from core.disentanglement.config import ReconstructionConfig
 from core.disentanglement.decoder import Decoder, DecoderConfig, warm_start
@@ -18,7 +19,7 @@ from core.disentanglement.training import NonFiniteLoss
 from experiments.synthetic_sequences.run_layout import RESUME, RUN_OUTPUTS
 from experiments.synthetic_sequences.training.model_setup import build_model, parameter_groups
 from experiments.synthetic_sequences.training.train_disentangled import main, parse_config
-from experiments.synthetic_sequences.training.train_step import Objective, objective, train_step
+from experiments.synthetic_sequences.training.train_step import Objective, objective
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ["--d-model", "32", "--n-layer", "1", "--n-head", "2", "--num-codes", "3", "--latent-dim", "3", "--batch-size", "32"]

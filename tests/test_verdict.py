@@ -5,9 +5,9 @@ import re
 import pandas as pd
 import pytest
 
-from experiments.synthetic_sequences.analysis import inference, stratified
-from experiments.synthetic_sequences.analysis.contrasts import contrast_table
-from experiments.synthetic_sequences.analysis.cross_term import (
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import contrast_table
+from experiments.synthetic_sequences.analysis.comparisons.takeup_table import arm_table
+from experiments.synthetic_sequences.analysis.report.cross_term import (
     ACROSS,
     DESIGN_DECISION,
     TERM_LABEL,
@@ -15,12 +15,12 @@ from experiments.synthetic_sequences.analysis.cross_term import (
     holm_across,
     planned_contrasts,
 )
-from experiments.synthetic_sequences.analysis.look_files import look_document
-from experiments.synthetic_sequences.analysis.sequential import look_groups
-from experiments.synthetic_sequences.analysis.takeup_table import arm_table
-from experiments.synthetic_sequences.analysis.verdict import verdict_table
-from experiments.synthetic_sequences.analysis.verdict_text import verdict_markdown
-from experiments.synthetic_sequences.planning.design import parse_design
+from experiments.synthetic_sequences.analysis.report.verdict import verdict_table
+from experiments.synthetic_sequences.analysis.report.verdict_text import verdict_markdown
+from experiments.synthetic_sequences.analysis.statistics import inference, stratified
+from experiments.synthetic_sequences.sequential.decisions import look_groups
+from experiments.synthetic_sequences.sequential.design import parse_design
+from experiments.synthetic_sequences.sequential.look_files import look_document
 
 CONTROL_OF = {"main-scale": "main", "main-balance": "main"}
 ARMS = {"mean": ("main", "none", "mean"), "sum": ("main", "none", "sum"), "scale": ("main-scale", "scale", "mean")}
@@ -236,7 +236,7 @@ def test_one_block_keeps_the_tests_of_a_pipeline_without_blocks():
 
 def test_the_seeds_line_names_lines_that_no_search_resolves():
     """The branches of the last line past MAX_SEEDS (a NameError on bda694d: no test had reached them)."""
-    from experiments.synthetic_sequences.analysis.verdict_text import DECISIVE_ENDPOINTS, seeds_line
+    from experiments.synthetic_sequences.analysis.report.verdict_text import DECISIVE_ENDPOINTS, seeds_line
 
     table = runs(arm_runs("mean", 2, 10), arm_runs("sum", 7, 10))
     endpoints = list(DECISIVE_ENDPOINTS)[:1] * 2
@@ -249,7 +249,7 @@ def test_the_seeds_line_names_lines_that_no_search_resolves():
 def test_the_seeds_line_over_blocks_sizes_seeds_per_block_and_says_when_the_estimate_is_not_above_the_runs():
     """5 blocks x 2 seeds (10 per arm): 23 runs per arm is 5 blocks x ceil(23 / 5) = 5 seeds; an estimate of 8 is
     below the 10 run; every line resolved says so with the runs per arm."""
-    from experiments.synthetic_sequences.analysis.verdict_text import seeds_line
+    from experiments.synthetic_sequences.analysis.report.verdict_text import seeds_line
 
     table = runs(blocked_runs("mean", [1, 0, 0, 1, 0], 2), blocked_runs("sum", [2, 1, 1, 2, 1], 2))
     line = seeds_line(pd.DataFrame({"endpoint": ["take-up", "separation"], "seeds_needed": [23.0, 12.0]}), table)
@@ -264,7 +264,7 @@ def test_the_seeds_line_repeats_the_pilots_own_command_line_with_seeds_raised():
     """A per-block pilot's verdict must not send its reader to the default pilot: its --configfile files and --config
     settings come back in the command, every file after one --configfile and seeds set in the same --config flag
     (snakemake keeps only the last of a repeated flag), the pilot's own seeds replaced."""
-    from experiments.synthetic_sequences.analysis.verdict_text import seeds_command, seeds_line
+    from experiments.synthetic_sequences.analysis.report.verdict_text import seeds_command, seeds_line
     from experiments.synthetic_sequences.planning.pilot_command import PilotCommand
 
     pilot = PilotCommand(("config/per_block.yaml", "my overlay.yaml"), ("results=results/pb", "seeds=2"))
@@ -277,7 +277,7 @@ def test_the_seeds_line_repeats_the_pilots_own_command_line_with_seeds_raised():
 def test_the_reread_warning_offers_a_way_that_fits_the_pilot():
     """The default pilot has a sequential twin to run; another pilot is told to declare a design; a beta axis, which a
     sequential design refuses, is offered none."""
-    from experiments.synthetic_sequences.analysis.verdict_text import reread_warning
+    from experiments.synthetic_sequences.analysis.report.verdict_text import reread_warning
     from experiments.synthetic_sequences.planning.pilot_command import PilotCommand
 
     default = reread_warning(PilotCommand(), beta_axis=False)
@@ -291,7 +291,7 @@ def test_the_reread_warning_offers_a_way_that_fits_the_pilot():
 def test_a_seed_that_rose_and_fell_back_and_arms_under_other_numerics_are_named():
     """A seed whose I(x;z) crossed the threshold and fell back by the end is not counted as a take-up, and says so; arms
     trained under different numerics are named arm by arm, with the jobs they ran in."""
-    from experiments.synthetic_sequences.analysis.verdict_text import numerics_line, seed_cell
+    from experiments.synthetic_sequences.analysis.report.verdict_text import numerics_line, seed_cell
 
     run = {"took_up": 0, "onset_observed": 1, "onset_step": 450.0, "mutual_information": 0.05, "strategy_information": 0.2}
     assert seed_cell(run) == "rose @450, fell back · I 0.050 · SI 0.200"

@@ -19,12 +19,11 @@ import yaml
 from report_checks import check_report
 
 from core.disentanglement.scores import read_scores
-from experiments.synthetic_sequences.analysis.metrics_files import write_metrics
+from experiments.synthetic_sequences.analysis.records.metrics_files import write_metrics
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
-from experiments.synthetic_sequences.planning.chunks import chunk_name
 from experiments.synthetic_sequences.planning.plan_tables import TABLES
 from experiments.synthetic_sequences.planning.slurm_jobs import slurm_client_without_controller
-from experiments.synthetic_sequences.run_layout import metrics_path
+from experiments.synthetic_sequences.run_layout import chunk_name, metrics_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]

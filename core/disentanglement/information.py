@@ -54,7 +54,7 @@ def gaussian_log_density(z: np.ndarray, mu: np.ndarray, logvar: np.ndarray) -> n
 
 # how gaussian_cross_log_density rounds, recorded in a run's numerics (training/numerics.py): runs before it computed
 # the difference of squares with exp(logvar) in the posteriors' float32, whose I(x;z) and strategy information differ
-# from these by up to about 3e-8 nats (bench/validation.py measured 6.7e-9; docs/methods.md)
+# from these by up to about 3e-8 nats (docs/methods.md; bench/README.md has the measurement)
 GAUSSIAN_CROSS_DENSITY = "expanded square"
 
 

@@ -36,18 +36,6 @@ from core.disentanglement.token_weighting import SURPRISAL_FLOOR, power_weights
 Mode = AggregationMode | str
 
 
-def _aggregate(values: torch.Tensor, mask: torch.Tensor, mode: AggregationMode, n: torch.Tensor) -> torch.Tensor:
-    total = zero_padding(values, mask).sum(dim=-1)
-    return total / n if mode is AggregationMode.MEAN else total
-
-
-def _weighted_aggregate(
-    values: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: AggregationMode, n: torch.Tensor
-) -> torch.Tensor:
-    weighted = zero_padding(values * weights, mask).sum(dim=-1)
-    return weighted if mode is AggregationMode.MEAN else n * weighted
-
-
 def aggregate_tokens(values: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
     """A_a(v_i): A_mean = (1/n_i) sum_{t in S_i} v_{i,t}, A_sum = sum_{t in S_i} v_{i,t}.
 
@@ -55,7 +43,8 @@ def aggregate_tokens(values: torch.Tensor, mask: torch.Tensor, mode: Mode) -> to
     """
     mode = parse_aggregation_mode(mode, "mode")
     check_mask(mask, values.shape)
-    return _aggregate(values, mask, mode, supervised_counts(mask, values.dtype))
+    total = zero_padding(values, mask).sum(dim=-1)
+    return total / supervised_counts(mask, values.dtype) if mode is AggregationMode.MEAN else total
 
 
 def weighted_aggregate_tokens(values: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
@@ -67,19 +56,13 @@ def weighted_aggregate_tokens(values: torch.Tensor, weights: torch.Tensor, mask:
     """
     mode = parse_aggregation_mode(mode, "mode")
     check_mask(mask, values.shape)
-    return _weighted_aggregate(values, weights, mask, mode, supervised_counts(mask, values.dtype))
+    weighted = zero_padding(values * weights, mask).sum(dim=-1)
+    return weighted if mode is AggregationMode.MEAN else supervised_counts(mask, values.dtype) * weighted
 
 
 def reference_scale(base_nll: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
     """c_base^a = E_{i in val}[A_a(b_i)], a 0-d tensor. Call it on validation records only."""
     return aggregate_tokens(base_nll.detach(), mask, mode).mean()
-
-
-def _concentration(
-    base_nll: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: AggregationMode, n: torch.Tensor
-) -> torch.Tensor:
-    floored = base_nll.detach().clamp_min(SURPRISAL_FLOOR)
-    return _weighted_aggregate(floored, weights, mask, mode, n) / _aggregate(floored, mask, mode, n)
 
 
 def concentration_factor(base_nll: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
@@ -91,7 +74,8 @@ def concentration_factor(base_nll: torch.Tensor, weights: torch.Tensor, mask: to
     """
     mode = parse_aggregation_mode(mode, "mode")
     check_mask(mask, base_nll.shape, "base_nll")
-    return _concentration(base_nll, weights, mask, mode, supervised_counts(mask, base_nll.dtype))
+    floored = base_nll.detach().clamp_min(SURPRISAL_FLOOR)
+    return weighted_aggregate_tokens(floored, weights, mask, mode) / aggregate_tokens(floored, mask, mode)
 
 
 def posterior_expectation(per_sample: torch.Tensor, sample_weights: torch.Tensor | None = None) -> torch.Tensor:
@@ -160,22 +144,20 @@ def reconstruction_terms(
     alpha = check_alpha(alpha, "alpha")
     c_base = _checked_term_inputs(token_nll, base_nll, mask, c_base, epsilon, mode)
 
-    # the one count of the step; every helper below takes the checked mode, mask and n_i
-    n = supervised_counts(mask, token_nll.dtype)  # [B]
     b = base_nll.detach().to(token_nll.dtype)
     pi = power_weights(b, mask, alpha)  # [B, T]
     rho = power_weights(b, mask, -alpha)
 
-    base_aggregate = _aggregate(b, mask, mode, n)  # B_i^a = A_a(b_i)
-    kappa = _concentration(b, pi, mask, mode, n)
-    eta = _concentration(b, rho, mask, mode, n)
+    base_aggregate = aggregate_tokens(b, mask, mode)  # B_i^a = A_a(b_i)
+    kappa = concentration_factor(b, pi, mask, mode)
+    eta = concentration_factor(b, rho, mask, mode)
 
     def expect(per_sample: torch.Tensor) -> torch.Tensor:
         return posterior_expectation(per_sample, sample_weights)
 
-    recon = expect(_aggregate(token_nll, mask, mode, n))  # R_i^a, [B]
-    tok = expect(_weighted_aggregate(token_nll, pi, mask, mode, n))  # E_q W_a(l_i; pi_i)
-    tokinv = expect(_weighted_aggregate(token_nll, rho, mask, mode, n))
+    recon = expect(aggregate_tokens(token_nll, mask, mode))  # R_i^a, [B]
+    tok = expect(weighted_aggregate_tokens(token_nll, pi, mask, mode))  # E_q W_a(l_i; pi_i)
+    tokinv = expect(weighted_aggregate_tokens(token_nll, rho, mask, mode))
 
     raw = recon.mean()
     return {

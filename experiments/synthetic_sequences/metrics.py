@@ -41,7 +41,7 @@ UNIT_INTERVAL, AGREEMENT = (0.0, 1.0), (-1.0, 1.0)
 NON_NEGATIVE = (0.0, math.inf)
 
 REGISTRY = (
-    # the take-up event, per run (analysis/curves.py)
+    # the take-up event, per run (analysis/records/curves.py)
     Metric("took_up", "took up the latent", "share of seeds", "higher", margin=0.3),
     Metric("onset_step", "onset of take-up", "step", "lower"),
     Metric("converged", "converged", "flag", "neither"),
@@ -159,9 +159,9 @@ VIEWS = {
     ),
     # the objective's per-batch extremes of the reconstruction family's inputs, logged beside the token counts
     "batch_extremes": ("base_aggregate_min", "kappa_min", "kappa_max", "eta_min", "eta_max"),
-    # the collapse before take-up (analysis/curves.py): the takeup table's smallest floor and count of rounding events
+    # the collapse before take-up (analysis/records/curves.py): the takeup table's smallest floor and count of rounding events
     "collapse": ("floor_mutual_information", "rounding_takeup"),
-    # the verdict's endpoints, in its order: take-up, onset, magnitude, separation (analysis/verdict.py)
+    # the verdict's endpoints, in its order: take-up, onset, magnitude, separation (analysis/report/verdict.py)
     "verdict": ("took_up", "onset_step", "mutual_information", "strategy_information"),
 }
 

@@ -36,7 +36,7 @@ from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS, pa
 from experiments.synthetic_sequences.planning.record_shape import SHA256, read_record
 
 RUNS_FOLDER = "runs"  # under the results folder
-LOOK_TEMPLATE = "design/look{look}.json"  # a sequential design's look k, under the results folder (analysis/look_files.py)
+LOOK_TEMPLATE = "design/look{look}.json"  # a sequential design's look k, under the results folder (sequential/look_files.py)
 REFERENCE_TEMPLATE = "ref{reference}"  # a reference block, named by its z-free seed
 # {at_beta} is "" for a run without a beta axis, else AT_BETA filled: one template, and one training rule, for both
 KEY_TEMPLATE = "{term}_{mode}_{alpha}{at_beta}"
@@ -182,6 +182,14 @@ def run_path(family: str, reference: int, term: str, mode: str, alpha: float, se
     """The run's path under the runs folder: RUN_TEMPLATE filled, alpha (and beta, on a beta axis) written canonically."""
     key = run_key(term, mode, alpha, beta)
     return RUN_TEMPLATE.replace(KEY_TEMPLATE, key).format(family=family, reference=reference, seed=seed)
+
+
+def chunk_name(seed: int, seeds_per_job: int) -> str:
+    """The block of `seed`: '10-19' for seed 12 at 10 seeds per job."""
+    if seeds_per_job < 1:
+        raise GridError(f"seeds_per_job: {seeds_per_job} is not allowed; it must be >= 1")
+    first = seed // seeds_per_job * seeds_per_job
+    return f"{first}-{first + seeds_per_job - 1}"
 
 
 def chunk_path(family: str, reference: int, term: str, mode: str, alpha: float, chunk: str, beta: float | None = None) -> str:

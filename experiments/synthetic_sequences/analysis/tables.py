@@ -34,13 +34,11 @@ from pathlib import Path
 import pandas as pd
 
 from core.disentanglement.artifacts import atomic_path
-from experiments.synthetic_sequences.analysis.beta_axis import controls_per_beta, has_axis, keyed_per_beta, per_beta
-from experiments.synthetic_sequences.analysis.beta_curves import cells_table, shift_table
-from experiments.synthetic_sequences.analysis.confounds import confound_table, length_separation
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, contrast_table
-from experiments.synthetic_sequences.analysis.cross_term import cross_term_table, planned_contrasts
-from experiments.synthetic_sequences.analysis.look_files import check_looks_read, read_looks
-from experiments.synthetic_sequences.analysis.metrics_files import (
+from experiments.synthetic_sequences.analysis.comparisons.beta_axis import controls_per_beta, has_axis, keyed_per_beta, per_beta
+from experiments.synthetic_sequences.analysis.comparisons.confounds import confound_table, length_separation
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import contrast_table
+from experiments.synthetic_sequences.analysis.comparisons.takeup_table import arm_table
+from experiments.synthetic_sequences.analysis.records.metrics_files import (
     check_endpoints_finite,
     check_extracted,
     hybrid_mixes,
@@ -49,10 +47,12 @@ from experiments.synthetic_sequences.analysis.metrics_files import (
     runs_table,
     write_metrics,
 )
-from experiments.synthetic_sequences.analysis.run_files import read_json
-from experiments.synthetic_sequences.analysis.takeup_table import arm_table
-from experiments.synthetic_sequences.analysis.verdict import verdict_table
-from experiments.synthetic_sequences.analysis.verdict_text import markdown, verdict_markdown
+from experiments.synthetic_sequences.analysis.records.run_files import read_json
+from experiments.synthetic_sequences.analysis.report.cross_term import cross_term_table, planned_contrasts
+from experiments.synthetic_sequences.analysis.report.verdict import verdict_table
+from experiments.synthetic_sequences.analysis.report.verdict_text import markdown, verdict_markdown
+from experiments.synthetic_sequences.analysis.statistics.beta_curves import cells_table, shift_table
+from experiments.synthetic_sequences.arms import BLOCK
 from experiments.synthetic_sequences.generate import statistics_differences
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.bindings import (
@@ -75,6 +75,7 @@ from experiments.synthetic_sequences.planning.data_draws import (
 from experiments.synthetic_sequences.planning.endpoints import parse_primary
 from experiments.synthetic_sequences.planning.grid import parse_control_of
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
+from experiments.synthetic_sequences.sequential.look_files import check_looks_read, read_looks
 from experiments.synthetic_sequences.splits import SPLITS
 
 

@@ -31,24 +31,11 @@ CHUNK_PATTERN = r"[0-9]+-[0-9]+"
 CHUNK_NAME = re.compile(f"^({CHUNK_PATTERN})$")
 
 
-def chunk_name(seed: int, seeds_per_job: int) -> str:
-    """The block of `seed`: '10-19' for seed 12 at 10 seeds per job."""
-    if seeds_per_job < 1:
-        raise GridError(f"seeds_per_job: {seeds_per_job} is not allowed; it must be >= 1")
-    first = seed // seeds_per_job * seeds_per_job
-    return f"{first}-{first + seeds_per_job - 1}"
-
-
-def chunk_path(spec: RunSpec, seeds_per_job: int) -> str:
-    """The chunk a run trains in, run_layout.CHUNK_TEMPLATE filled: {family}/ref{reference}/{key}/seeds{first}-{last}."""
-    return spec.chunk_path(chunk_name(spec.seed, seeds_per_job))
-
-
 def chunk_grid(specs: Iterable[RunSpec], seeds_per_job: int) -> dict[str, list[RunSpec]]:
     """Every chunk of the grid by its path, its runs in seed order."""
     chunks: dict[str, list[RunSpec]] = {}
     for spec in specs:
-        chunks.setdefault(chunk_path(spec, seeds_per_job), []).append(spec)
+        chunks.setdefault(spec.chunk_path(seeds_per_job), []).append(spec)
     return {path: sorted(runs, key=lambda spec: spec.seed) for path, runs in chunks.items()}
 
 

@@ -18,10 +18,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from experiments.synthetic_sequences.arms import NO_CONTROL, PRIMARY_ENDPOINTS, TAKE_UP
 from experiments.synthetic_sequences.planning.grid import GridError
 
-TAKE_UP, ONSET = "take-up", "onset"
-PRIMARY_ENDPOINTS = (TAKE_UP, ONSET)
 Group = tuple[str, str, float]  # (main family, term, alpha)
 
 
@@ -34,7 +33,7 @@ def declared_primary(families: Mapping[str, Mapping | None]) -> dict[Group, str]
             where = f"families.{family}.runs[{i}].primary"
             if endpoint not in PRIMARY_ENDPOINTS:
                 raise GridError(f"{where}: {endpoint!r} is not allowed; allowed values: {', '.join(PRIMARY_ENDPOINTS)}")
-            if "primary" in run and spec.get("controls", "none") != "none":
+            if "primary" in run and spec.get("controls", NO_CONTROL) != NO_CONTROL:
                 raise GridError(f"{where}: a control family follows its main family's primary endpoint; remove it")
             if endpoint != TAKE_UP:
                 declared[(family, run["term"], float(run.get("alpha", 0.0)))] = endpoint

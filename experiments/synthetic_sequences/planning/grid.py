@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 
 from core.disentanglement.cli import format_pairs, parse_pairs
 from core.disentanglement.config import OPTIMISABLE_TERMS, parse_aggregation_mode
-from experiments.synthetic_sequences.run_layout import GridError, chunk_path, run_key, run_path
+from experiments.synthetic_sequences.arms import CONTROL_MODE, NO_CONTROL
+from experiments.synthetic_sequences.run_layout import GridError, chunk_name, chunk_path, run_key, run_path
 from experiments.synthetic_sequences.training.settings import CONTROLS, INPUT_PATHS, SETTING_NAMES, TrainConfig
 
 # the required paths of a run (init_decoder is optional: "" starts from random weights)
@@ -58,7 +59,6 @@ GRID_FIELDS = PATH_FIELDS + (
 )
 SETTABLE_FIELDS = tuple(name for name in SETTING_NAMES if name not in GRID_FIELDS)
 
-CONTROL_MODE = {"scale": "mean", "balance": "sum"}  # each control is defined in one mode
 FAMILY_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{0,63}"  # a path component, short enough for any filesystem
 FAMILY_NAME = re.compile(f"^{FAMILY_PATTERN}$")
 # a seed label fits in the low 20 bits of its run's trainer seed (training_seed), the reference's z-free seed (at most
@@ -106,8 +106,9 @@ class RunSpec:
         """The run's path under the runs folder (run_layout.RUN_TEMPLATE)."""
         return run_path(self.family, self.reference, self.term, self.mode, self.alpha, self.seed, self.key_beta)
 
-    def chunk_path(self, chunk: str) -> str:
-        """The path of its chunk `chunk` (a seed range) under the runs folder (run_layout.CHUNK_TEMPLATE)."""
+    def chunk_path(self, seeds_per_job: int) -> str:
+        """The path of the chunk it trains in at `seeds_per_job` under the runs folder (run_layout.CHUNK_TEMPLATE)."""
+        chunk = chunk_name(self.seed, seeds_per_job)
         return chunk_path(self.family, self.reference, self.term, self.mode, self.alpha, chunk, self.key_beta)
 
     def family_arguments(self) -> dict:
@@ -181,13 +182,13 @@ def check_family(families: Mapping[str, Mapping], family: str) -> None:
     spec, where = families[family], f"families.{family}"
     if not FAMILY_NAME.match(family):
         raise GridError(f"{where}: family names are 1-64 letters, digits and '-' (no '_' or '/'), got {family!r}")
-    controls = spec.get("controls", "none")
+    controls = spec.get("controls", NO_CONTROL)
     if controls not in CONTROLS:
         raise GridError(f"{where}.controls: {controls!r} is not allowed; allowed values: {', '.join(CONTROLS)}")
     parent = spec.get("control_of")
-    if (controls == "none") != (parent is None):
+    if (controls == NO_CONTROL) != (parent is None):
         raise GridError(f"{where}.control_of: a family with controls {controls!r} {'needs' if parent is None else 'takes no'} control_of")
-    if parent is not None and (parent not in families or families[parent].get("controls", "none") != "none"):
+    if parent is not None and (parent not in families or families[parent].get("controls", NO_CONTROL) != NO_CONTROL):
         raise GridError(f"{where}.control_of: {parent!r} is not a family without controls; families: {', '.join(families)}")
     unknown = sorted(set(spec.get("settings", {})) - set(SETTABLE_FIELDS))
     if unknown:
@@ -206,7 +207,7 @@ def run_betas(spec: Mapping, run: Mapping) -> tuple[list[float], bool]:
 def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Sequence[int]) -> Iterator[tuple[str, RunSpec]]:
     """(where, run) for every run of one checked family in every reference block; each run's full trainer config is
     validated on the way."""
-    controls = spec.get("controls", "none")
+    controls = spec.get("controls", NO_CONTROL)
     for i, run in enumerate(spec.get("runs") or []):
         where = f"families.{family}.runs[{i}]"
         if run["term"] not in OPTIMISABLE_TERMS:

@@ -3,7 +3,7 @@
     PLAN = Plan.load(config, WorkflowFiles(...))    in the Snakefile, once, before any stage is included
 
 Plan.load runs every config check once, in order (config_files.check_loaded), then builds the run grid, its chunks and
-the sequential design's looks (plan_looks.Looks). Each stage's rules call its methods: paths (a rule's output or
+the sequential design's looks (sequential/stage.Looks). Each stage's rules call its methods: paths (a rule's output or
 input pattern), input functions and params (wildcards -> paths or flags). Nothing here reads a global: what snakemake
 knows of the command line comes in as WorkflowFiles, and a look's checkpoint as a callable. No torch or pandas.
 """
@@ -20,7 +20,7 @@ from experiments.synthetic_sequences.planning.bindings import (
     grid_document,
     grid_file,
 )
-from experiments.synthetic_sequences.planning.chunks import check_chunks_trained, chunk_grid, chunk_path, chunk_record
+from experiments.synthetic_sequences.planning.chunks import check_chunks_trained, chunk_grid, chunk_record
 from experiments.synthetic_sequences.planning.config_checks import check_batch_sizes, check_cross_fields, check_loaded
 from experiments.synthetic_sequences.planning.data_draws import (
     check_draw_layout,
@@ -39,7 +39,6 @@ from experiments.synthetic_sequences.planning.grid import (
 )
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.planning.pilot_command import PilotCommand
-from experiments.synthetic_sequences.planning.plan_looks import Looks
 from experiments.synthetic_sequences.planning.plan_tables import TablesStage
 from experiments.synthetic_sequences.planning.results_lock import check_free
 from experiments.synthetic_sequences.run_layout import (
@@ -49,6 +48,7 @@ from experiments.synthetic_sequences.run_layout import (
     reference_artifact,
     run_directory,
 )
+from experiments.synthetic_sequences.sequential.stage import Looks
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ class Plan(TablesStage):
         spec = self.grid.get(RUN_TEMPLATE.format(**wildcards))
         if spec is None:
             raise ValueError(f"run {RUN_TEMPLATE.format(**wildcards)} is not in the config's grid")
-        return chunk_record(self.config["results"], chunk_path(spec, self.seeds_per_job()))
+        return chunk_record(self.config["results"], spec.chunk_path(self.seeds_per_job()))
 
     def run_folder(self, wildcards) -> str:
         return run_directory(self.config["results"], RUN_TEMPLATE.format(**wildcards))

@@ -24,10 +24,22 @@ from experiments.synthetic_sequences.run_layout import LOOK_TEMPLATE, metrics_pa
 from experiments.synthetic_sequences.splits import SCORED_SPLITS, SPLITS
 
 TABLES = ("runs", "aggregate", "takeup", "mean_vs_sum", "confounds", "length_separation", "verdict", "cross_term")
-BETA_CURVE_TABLES = ("beta_curves", "beta_curve_cells")  # with a beta axis (analysis/beta_curves.py)
+BETA_CURVE_TABLES = ("beta_curves", "beta_curve_cells")  # with a beta axis (analysis/statistics/beta_curves.py)
 TABLE_FORMATS = ("parquet", "csv", "md")
 CURVE_FORMATS = ("parquet", "csv")  # one row per (run, step, metric): too long for Markdown
 PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "forest")
+# On a beta axis these grow a row of panels per beta: each is drawn one file per (main family, term) instead
+# (analysis/report/plots.py), so that every file opens at 100% and stays small.
+TERM_PLOTS = ("takeup", "curves")
+
+
+def plot_names(terms: list[tuple[str, str]] | None = None) -> list[str]:
+    """The figures' file names (no extension): PLOTS, or on a beta axis, `terms` being its (main family, term) pairs,
+    the TERM_PLOTS one per pair as `<plot>_<family>_<term>` (a family name holds no '_': grid.FAMILY_PATTERN)."""
+    if terms is None:
+        return list(PLOTS)
+    split = [f"{plot}_{family}_{term}" for plot in TERM_PLOTS for family, term in terms]
+    return [plot for plot in PLOTS if plot not in TERM_PLOTS] + split
 
 
 class TablesStage:
@@ -103,11 +115,21 @@ class TablesStage:
         tables = [self.results(f"tables/{table}.{ext}") for table in names for ext in TABLE_FORMATS]
         return tables + [self.results(f"tables/curves.{ext}") for ext in CURVE_FORMATS]
 
+    def plot_terms(self) -> list[tuple[str, str]] | None:
+        """On a beta axis, the (main family, term) pairs of the grid, each drawn in files of its own; else None."""
+        if not self.beta_axis():
+            return None
+        control_of = control_families(self.config["families"])
+        return sorted({(control_of.get(spec.family, spec.family), spec.term) for spec in self.grid.values()})
+
     def plot_files(self) -> list[str]:
-        return [self.results(f"plots/{plot}.png") for plot in PLOTS]
+        return [self.results(f"plots/{plot}.png") for plot in plot_names(self.plot_terms())]
+
+    def plot_split_flag(self) -> str:
+        return "--per-term " if self.beta_axis() else ""  # its space with it: off an axis the command is as before
 
     def beta_curve_plot_files(self) -> list[str]:
-        """beta_curves.png, with a beta axis (analysis/beta_curve_plot.py)."""
+        """beta_curves.png, with a beta axis (analysis/report/beta_curve_plot.py)."""
         return [self.results("plots/beta_curves.png")] if self.beta_axis() else []
 
     # --- the grid's record ---------------------------------------------------------------------------------------------
@@ -138,7 +160,7 @@ class TablesStage:
         under a sequential design the look files, inputs of the tables, stand for the changes."""
         return self.results(f"tables/{tables_grid_file(self.grid_record if self.looks is None else 'design.json')}")
 
-    # --- a sequential design's looks (plan_looks.Looks) -----------------------------------------------------------------
+    # --- a sequential design's looks (sequential/stage.Looks) -----------------------------------------------------------------
 
     def look_files(self, wildcards=None) -> list[str]:
         """A sequential design's look files of every look it has reached, in order; none under the fixed design."""

@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 from argparse import ArgumentTypeError
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from core.disentanglement.cli import parse_pairs
 from experiments.synthetic_sequences.planning.chunks import chunk_seed_range
@@ -40,10 +40,10 @@ def parse_job_comment(comment: str, grid: Iterable[str] | None = None) -> list[d
     values = COMMENT_VALUES.match(comment[len(prefix) :])
     if values is None:
         raise GridError(f"job comment {comment!r} does not hold family_reference_term_mode_alpha_[_b<beta>]_chunk")
-    return chunk_runs(dict(zip(CHUNK_WILDCARDS, values.groups(""), strict=True)), grid)
+    return runs_of_chunk(dict(zip(CHUNK_WILDCARDS, values.groups(""), strict=True)), grid)
 
 
-def chunk_runs(values: dict[str, str], grid: Iterable[str] | None = None) -> list[dict]:
+def runs_of_chunk(values: dict[str, str], grid: Iterable[str] | None = None) -> list[dict]:
     """A chunk's wildcard values as Slurm shows them -> its runs' parameters, each checked as a run path is; with
     `grid` (run paths), those of the grid only."""
     runs = [parse_run_path(RUN_TEMPLATE.format(**values, seed=seed)) for seed in chunk_seed_range(values["chunk"])]
@@ -82,34 +82,14 @@ def parse_target_job(wildcards: str, grid: Iterable[str] | None = None) -> list[
     values.setdefault("at_beta", "")
     if sorted(values) != sorted(CHUNK_WILDCARDS):
         raise GridError(f"target job train_run:{wildcards} does not name exactly {', '.join(CHUNK_WILDCARDS)}")
-    return chunk_runs(values, grid)
+    return runs_of_chunk(values, grid)
 
 
 def slurm_client_without_controller() -> bool:
-    """Slurm's client installed but no controller answering: every snakemake start then waits ~10 s in the slurm plugin."""
+    """Slurm's client installed but no controller answering: every snakemake start then waits in the slurm plugin (bench/README.md)."""
     if shutil.which("sinfo") is None:
         return False
     try:
         return subprocess.run(["scontrol", "ping"], capture_output=True, timeout=15).returncode != 0
     except (OSError, subprocess.TimeoutExpired):
         return True
-
-
-def check_design_packing(group_components: Mapping[str, int]) -> None:
-    """Refuse to pack training jobs into Slurm group jobs under a sequential design.
-
-    A design's looks are snakemake checkpoints, and snakemake 9 merges group components again each time a checkpoint
-    updates the DAG (DAG._update_group_components is not idempotent; snakemake issues #1217 and #1628): the packs
-    overlap, and one chunk is submitted in two Slurm jobs at once. Measured on the test cluster: 3 chunks in packs
-    of 2 became Slurm jobs of 3 and 2 chunks sharing two, and the second of each pair failed.
-    """
-    packed = {group: n for group, n in group_components.items() if n > 1}
-    if packed:
-        given = " ".join(f"{group}={n}" for group, n in sorted(packed.items()))
-        fix = " ".join(f"{group}=1" for group in sorted(packed))
-        raise GridError(
-            f"group-components {given}: a sequential design (design.kind: sequential) cannot pack training jobs "
-            "into Slurm group jobs: its looks are checkpoints, after which snakemake packs the jobs again and submits "
-            f"a chunk in two Slurm jobs at once (snakemake issue #1628). Pass --group-components {fix}; a chunk "
-            "(seeds_per_job) already trains several seeds in one job."
-        )

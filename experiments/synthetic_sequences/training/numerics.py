@@ -1,6 +1,6 @@
 """The numerics a run trained under: what decides its floats beside its seed and inputs.
 
-metadata.json records them (`numerics`) and the verdict names them (analysis/run_files.numerics_label): the same seed
+metadata.json records them (`numerics`) and the verdict names them (analysis/records/run_files.numerics_label): the same seed
 gives other floats under another kernel set (ATEN_CPU_CAPABILITY), another CPU, thread count, dtype or torch build.
 """
 

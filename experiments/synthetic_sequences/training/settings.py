@@ -23,6 +23,7 @@ from core.disentanglement.checks import (
 from core.disentanglement.cli import flat_fields, flat_values, nested, setting, settings_from_flat
 from core.disentanglement.config import AggregationMode, ReconstructionConfig
 from core.disentanglement.registry import MODELS
+from experiments.synthetic_sequences.arms import CONTROL_ARMS, NO_CONTROL
 from experiments.synthetic_sequences.run_layout import RunLayout
 
 MODEL_NAMES = tuple(MODELS)
@@ -31,7 +32,7 @@ BATCHING = ("random", "bucketed")
 # the confound controls: `scale` multiplies the reconstruction term by the mean supervised token count
 # of the training set (sum's global scale, no length weighting); `balance` multiplies beta by it
 # (sum's length weighting at mean's reconstruction-to-KL balance).
-CONTROLS = ("none", "scale", "balance")
+CONTROLS = (NO_CONTROL, *CONTROL_ARMS)
 INPUT_PATHS = ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference", "init_decoder")
 DEVICES = "cpu, auto, cuda, cuda:N, mps"
 DEVICE = re.compile(r"cpu|auto|cuda|cuda:[0-9]+|mps")

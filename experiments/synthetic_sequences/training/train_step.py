@@ -18,7 +18,6 @@ import torch
 from core.disentanglement.config import RECONSTRUCTION_TERMS, ReconstructionConfig
 from core.disentanglement.cvae_output import CVAEOutput
 from core.disentanglement.losses import hybrid_term, reconstruction_terms
-from core.disentanglement.training import optimisation_step
 from experiments.synthetic_sequences.metrics import METRICS, view
 
 BATCH_EXTREMES = view("batch_extremes")
@@ -93,15 +92,6 @@ def objective(output: CVAEOutput, base_nll: torch.Tensor, mask: torch.Tensor, sp
     """The scalar loss and its logged parts (plain floats)."""
     loss, parts = objective_parts(output, base_nll, mask, spec)
     return loss, logged_metrics({name: value.item() for name, value in parts.items()})
-
-
-def train_step(model, optimizer, batch, base_nll, *, generator, grad_clip: float, spec: Objective) -> dict[str, float]:
-    """One step outside the training loop (benchmarks, tests): forward, objective, then the loop's own optimiser
-    step, which raises NonFiniteLoss before touching the weights."""
-    model.train()
-    loss, metrics = objective(model(batch, generator), base_nll, batch.mask, spec)
-    metrics["grad_norm"] = optimisation_step(model.parameters(), optimizer, loss, metrics, grad_clip)
-    return metrics
 
 
 def train_diagnostics(train_rows: Sequence[dict]) -> dict[str, float]:

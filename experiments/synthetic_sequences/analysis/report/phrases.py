@@ -7,14 +7,12 @@ import math
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, MARGINS, ONSET, PRIMARY
-from experiments.synthetic_sequences.analysis.inference import ALPHA, MAX_SEEDS
-from experiments.synthetic_sequences.analysis.multiplicity import rejects
-from experiments.synthetic_sequences.analysis.stratified import POWER_DRAWS
-
-
-def finite(value) -> bool:
-    return value is not None and not pd.isna(value) and math.isfinite(value)
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import MARGINS
+from experiments.synthetic_sequences.analysis.comparisons.readings import finite
+from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA, MAX_SEEDS
+from experiments.synthetic_sequences.analysis.statistics.multiplicity import rejects
+from experiments.synthetic_sequences.analysis.statistics.stratified import POWER_DRAWS
+from experiments.synthetic_sequences.arms import BLOCK, ONSET_STEP, TOOK_UP
 
 
 def number(value, digits: int = 3) -> str:
@@ -29,7 +27,7 @@ def contrast_text(row: dict) -> str:
     """'sum - mean +0.600 [+0.231, +0.814], boschloo p = 0.0054 (holm 0.027)'; an onset row has no estimate to print
     where a median is not reached."""
     interval = f" [{number(row['ci_low'])}, {number(row['ci_high'])}]" if finite(row["ci_low"]) else ""
-    estimate = f" {number(row['estimate'], 0)} steps" if row["metric"] == ONSET else f" {number(row['estimate'])}"
+    estimate = f" {number(row['estimate'], 0)} steps" if row["metric"] == ONSET_STEP else f" {number(row['estimate'])}"
     if not finite(row["estimate"]):  # an onset median not reached: no difference of medians to print
         return f"{row['comparison'].replace('-', ' vs ')}: {p_text(row)}"
     return f"{row['comparison'].replace('-', ' - ')}{estimate}{interval}, {p_text(row)}"
@@ -62,9 +60,9 @@ def resolvability(row: dict, planned: int) -> str:
     smallest = row["smallest_p"]
     text = f"cannot be resolved at {sample_size(row)}"
     if finite(smallest):
-        reachable = min(1.0, smallest * planned) if row["metric"] == PRIMARY else smallest
+        reachable = min(1.0, smallest * planned) if row["metric"] == TOOK_UP else smallest
         text += f": the smallest p {row['test'].split(',')[0]} can give at this n is {smallest:.2g}"
-        if row["metric"] == PRIMARY and planned > 1:
+        if row["metric"] == TOOK_UP and planned > 1:
             text += f" ({reachable:.2g} under Holm over {planned} contrasts)"
         if not rejects(reachable, ALPHA):
             text += ", so no outcome at this n reaches 0.05"
@@ -76,7 +74,7 @@ def resolvability(row: dict, planned: int) -> str:
         text += f"; {runs_text(needed, blocks)} would resolve it at the observed values{sizing(row, blocks)}"
     elif needed == math.inf:
         text += f"; more than {MAX_SEEDS} seeds per arm would be needed at the observed values"
-    elif row["subset"] == "all" and row["metric"] != PRIMARY:
+    elif row["subset"] == "all" and row["metric"] != TOOK_UP:
         text += "; no seed count is estimated from it: it mixes runs that took up with runs that did not (see take-up)"
     return text
 
@@ -90,8 +88,8 @@ def takeup_sizing(blocks: int) -> str:
 
 def sizing(row: dict, blocks: int) -> str:
     """' (80% power of ...)': how a take-up contrast whose rates differ by the margin or more was sized."""
-    differs = finite(row["estimate"]) and abs(row["estimate"]) >= MARGINS[PRIMARY]
-    return f" ({takeup_sizing(blocks)})" if row["metric"] == PRIMARY and differs else ""
+    differs = finite(row["estimate"]) and abs(row["estimate"]) >= MARGINS[TOOK_UP]
+    return f" ({takeup_sizing(blocks)})" if row["metric"] == TOOK_UP and differs else ""
 
 
 def disagreement(row: dict) -> str:

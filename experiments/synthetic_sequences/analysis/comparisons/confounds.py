@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from experiments.synthetic_sequences.arms import NO_CONTROL
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW, block_draw
 
@@ -59,7 +60,7 @@ def length_separation(metrics: pd.DataFrame) -> pd.DataFrame:
     """Per (family, term, alpha) of a main family and per scope ('overall', then each y-length bucket of the test
     records): the separation endpoint averaged over the mean arm's runs and over the sum arm's, and sum - mean. A gain
     in separation that only length carries shows overall and vanishes within the buckets."""
-    final = metrics[(metrics.controls == "none") & (metrics.metric == SEPARATION) & metrics.step.isna()]
+    final = metrics[(metrics.controls == NO_CONTROL) & (metrics.metric == SEPARATION) & metrics.step.isna()]
     final = final[(final.scope == "overall") | final.scope.str.startswith(LENGTH_SCOPE)]
     arms = final.groupby(["family", "term", "alpha", "scope", "mode"]).value.agg(["mean", "size"]).unstack("mode")
     columns = ["family", "term", "alpha", "scope", "mean", "sum", "sum - mean", "runs"]
@@ -137,7 +138,7 @@ def token_line(runs: pd.DataFrame) -> str:
     """Supervised tokens per example in the runs' training and validation batches, per mode of the main arms (the
     note's token-count diagnostics): mean of the runs' means, least minimum, largest maximum; '' where none logged them."""
     parts = []
-    for mode, arm in runs[runs.controls == "none"].groupby("mode", sort=False):
+    for mode, arm in runs[runs.controls == NO_CONTROL].groupby("mode", sort=False):
         splits = "; ".join(
             f"{split} mean {arm[f'{split}_tokens_mean'].mean():.2f} (min {arm[f'{split}_tokens_min'].min():g}, max "
             f"{arm[f'{split}_tokens_max'].max():g})"

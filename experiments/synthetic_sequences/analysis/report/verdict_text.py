@@ -9,16 +9,17 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis import verdict as rule
-from experiments.synthetic_sequences.analysis.beta_axis import has_axis
-from experiments.synthetic_sequences.analysis.beta_curve_text import beta_curve_section
-from experiments.synthetic_sequences.analysis.confounds import length_line, length_predicts_strategy, token_line
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, PRIMARY, arms, term_arms
-from experiments.synthetic_sequences.analysis.cross_term import glance_frame, multiplicity_line
-from experiments.synthetic_sequences.analysis.design_text import design_section
-from experiments.synthetic_sequences.analysis.inference import MAX_SEEDS
+from experiments.synthetic_sequences.analysis.comparisons.beta_axis import has_axis
+from experiments.synthetic_sequences.analysis.comparisons.confounds import length_line, length_predicts_strategy, token_line
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import arms, term_arms
+from experiments.synthetic_sequences.analysis.report import verdict as rule
+from experiments.synthetic_sequences.analysis.report.beta_curve_text import beta_curve_section
+from experiments.synthetic_sequences.analysis.report.cross_term import glance_frame, multiplicity_line
+from experiments.synthetic_sequences.analysis.statistics.inference import MAX_SEEDS
+from experiments.synthetic_sequences.arms import BLOCK, CONTROL_ARMS, NO_CONTROL, TOOK_UP
 from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, SEEDS_SETTING, PilotCommand
+from experiments.synthetic_sequences.sequential.text import design_section
 
 DECISIVE_ENDPOINTS = ("take-up", "separation")  # the question's two outcomes: the seeds line sizes the pilot for them
 
@@ -52,7 +53,7 @@ def markdown(frame: pd.DataFrame, floatfmt: str) -> str:
 
 def seed_cell(run: dict) -> str:
     """'took up @450 · I 0.62 · SI 0.41', 'censored @1500 · ...', or 'rose @450, fell back · ...'."""
-    if run[PRIMARY] >= 1:
+    if run[TOOK_UP] >= 1:
         event = f"took up @{run['onset_step']:.0f}"
     elif run["onset_observed"] >= 1:
         event = f"rose @{run['onset_step']:.0f}, fell back"
@@ -177,7 +178,7 @@ def group_section(group: pd.DataFrame, group_arms: dict[str, pd.DataFrame], leng
             f"Primary endpoint: {first}, declared in the config; Holm spans its planned contrasts, and take-up is secondary here.",
             "",
         ]
-    if absent := [kind for kind in rule.CONTROL_ARMS if kind not in group_arms]:
+    if absent := [kind for kind in CONTROL_ARMS if kind not in group_arms]:
         lines += [absent_controls_line(family, absent), ""]
     lines += [f"- {text}" for text in group.verdict]
     if length is not None and (said := length_line(length, family, term, alpha)):
@@ -219,7 +220,7 @@ def verdict_markdown(
     lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs, draws), ""]
     if beta_curves is not None:
         lines += beta_curve_section(beta_curves, beta_cells)
-    if draws is not None and not runs[runs.controls == "none"].empty:
+    if draws is not None and not runs[runs.controls == NO_CONTROL].empty:
         lines += [f"{length_predicts_strategy(draws)} {token_line(runs)}".rstrip(), ""]
     if cross_term is not None and not cross_term.empty:
         glance = glance_frame(cross_term, design=bool(looks))

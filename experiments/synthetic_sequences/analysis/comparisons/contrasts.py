@@ -36,18 +36,13 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis import inference, multiplicity, stratified
+from experiments.synthetic_sequences.analysis.statistics import inference, multiplicity, stratified
+from experiments.synthetic_sequences.arms import BLOCK, COMPARISON_NAMES, COMPARISONS, MODE_ARMS, NO_CONTROL, ONSET_STEP, TOOK_UP
 from experiments.synthetic_sequences.metrics import margins, view
 
-# sum - mean is the effect; the control contrasts say how much of it each confound reproduces
-COMPARISONS = (("sum", "mean"), ("scale", "mean"), ("balance", "mean"), ("sum", "scale"), ("sum", "balance"))
-COMPARISON_NAMES = tuple(f"{a}-{b}" for a, b in COMPARISONS)  # the tables' `comparison` column
-PRIMARY = "took_up"
-ONSET = "onset_step"
 PAIRED_METRICS = view("paired_contrasts")  # among all pairs and among the pairs that took up
 SECONDARY_METRICS = view("secondary_contrasts")  # among all pairs only
 MARGINS = margins()
-BLOCK = "reference"  # the runs table's column of a run's reference block
 ARM_KEYS = [BLOCK, "term", "alpha", "seed"]
 COLUMNS = [
     "family",
@@ -82,8 +77,8 @@ COLUMNS = [
 def arms(runs: pd.DataFrame, control_of: dict[str, str]) -> dict[str, dict[str, pd.DataFrame]]:
     """{main family: {arm name: its runs}}; an arm absent from the runs is absent here."""
     result: dict[str, dict[str, pd.DataFrame]] = {}
-    for family, group in runs[runs.controls == "none"].groupby("family"):
-        family_arms = {mode: group[group["mode"] == mode] for mode in ("mean", "sum")}
+    for family, group in runs[runs.controls == NO_CONTROL].groupby("family"):
+        family_arms = {mode: group[group["mode"] == mode] for mode in MODE_ARMS}
         for control_family, parent in control_of.items():
             if parent == family:
                 control = runs[runs.family == control_family]
@@ -101,7 +96,7 @@ def term_arms(family_arms: Mapping[str, pd.DataFrame], term: str, alpha: float) 
 
 def takeup_count(arm: pd.DataFrame) -> str:
     """An arm's primary endpoint as the verdict prints it: 'k/n', runs that took up of the runs."""
-    return f"{int(arm[PRIMARY].sum())}/{len(arm)}"
+    return f"{int(arm[TOOK_UP].sum())}/{len(arm)}"
 
 
 Counts = Mapping[int, tuple[int, int]]  # an arm's (runs that took up, runs) by reference block
@@ -109,7 +104,7 @@ Counts = Mapping[int, tuple[int, int]]  # an arm's (runs that took up, runs) by 
 
 def arm_counts(runs: pd.DataFrame) -> dict[int, tuple[int, int]]:
     """An arm's took_up counts by block, from its rows of the runs table."""
-    return {int(block): (int(group[PRIMARY].sum()), len(group)) for block, group in runs.groupby(BLOCK)}
+    return {int(block): (int(group[TOOK_UP].sum()), len(group)) for block, group in runs.groupby(BLOCK)}
 
 
 def contrast_tables(a: Counts, b: Counts) -> list[tuple[int, int, int, int]]:
@@ -134,13 +129,13 @@ def smallest_takeup_p(sizes: list[tuple[int, int]]) -> float:
 
 def takeup_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """took_up of arm a against arm b (all their runs, unpaired within each block)."""
-    n_a, n_b, k_a, k_b = len(a), len(b), int(a[PRIMARY].sum()), int(b[PRIMARY].sum())
+    n_a, n_b, k_a, k_b = len(a), len(b), int(a[TOOK_UP].sum()), int(b[TOOK_UP].sum())
     low, high = inference.newcombe(k_a, n_a, k_b, n_b)
     tables = contrast_tables(arm_counts(a), arm_counts(b))
     p, test = takeup_p(tables)
     smallest = smallest_takeup_p([(t[1], t[3]) for t in tables])
     return {
-        "metric": PRIMARY,
+        "metric": TOOK_UP,
         "subset": "all",
         "n_a": n_a,
         "n_b": n_b,
@@ -161,10 +156,10 @@ def takeup_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
 
 def onset_row(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """onset_step of arm a against arm b: Kaplan-Meier medians and the log-rank p."""
-    fits = [inference.kaplan_meier(arm[ONSET], arm.onset_observed) for arm in (a, b)]
-    p = inference.logrank_p(a[ONSET], a.onset_observed, b[ONSET], b.onset_observed, a[BLOCK], b[BLOCK])
+    fits = [inference.kaplan_meier(arm[ONSET_STEP], arm.onset_observed) for arm in (a, b)]
+    p = inference.logrank_p(a[ONSET_STEP], a.onset_observed, b[ONSET_STEP], b.onset_observed, a[BLOCK], b[BLOCK])
     return {
-        "metric": ONSET,
+        "metric": ONSET_STEP,
         "subset": "all",
         "n_a": len(a),
         "n_b": len(b),
@@ -233,7 +228,7 @@ def comparison_rows(a: pd.DataFrame, b: pd.DataFrame) -> list[dict]:
     """Every endpoint's rows for one contrast a - b within one (term, alpha)."""
     rows = [takeup_row(a, b), onset_row(a, b)]
     pairs = a.merge(b, on=ARM_KEYS, suffixes=("_a", "_b"))
-    both = pairs[(pairs[f"{PRIMARY}_a"] >= 1) & (pairs[f"{PRIMARY}_b"] >= 1)]
+    both = pairs[(pairs[f"{TOOK_UP}_a"] >= 1) & (pairs[f"{TOOK_UP}_b"] >= 1)]
     rows += paired_rows(pairs, "all", PAIRED_METRICS + SECONDARY_METRICS)
     return rows + paired_rows(both, "took_up", PAIRED_METRICS)
 
@@ -241,7 +236,7 @@ def comparison_rows(a: pd.DataFrame, b: pd.DataFrame) -> list[dict]:
 def primary_rows(table: pd.DataFrame, declared: Mapping[tuple[str, str, float], str]) -> pd.Series:
     """Each (family, term, alpha)'s planned contrasts on its primary endpoint: take-up, or onset where declared."""
     onset = pd.Series([(row.family, row.term, float(row.alpha)) in declared for row in table.itertuples()], index=table.index, dtype=bool)
-    return ((table.metric == PRIMARY) & ~onset) | ((table.metric == ONSET) & (table.subset == "all") & onset)
+    return ((table.metric == TOOK_UP) & ~onset) | ((table.metric == ONSET_STEP) & (table.subset == "all") & onset)
 
 
 def adjust_for_multiplicity(table: pd.DataFrame, declared: Mapping[tuple[str, str, float], str]) -> pd.DataFrame:
@@ -252,11 +247,11 @@ def adjust_for_multiplicity(table: pd.DataFrame, declared: Mapping[tuple[str, st
     table = table.assign(p_adjusted=np.nan, adjustment=np.where(primary, "holm", "benjamini-hochberg"))
     for _, index in table[primary].groupby(["family", "term", "alpha"]).groups.items():  # one endpoint per group
         table.loc[index, "p_adjusted"] = multiplicity.adjust(table.loc[index, "p"], "holm")
-    for _, index in table[table.metric == PRIMARY].groupby(["family", "term", "alpha"]).groups.items():
+    for _, index in table[table.metric == TOOK_UP].groupby(["family", "term", "alpha"]).groups.items():
         for i in index:  # at the level Holm holds the smallest of the planned contrasts' p values to
             rates = [table.at[i, "estimate"] + table.at[i, "rate_b"], table.at[i, "rate_b"]]
             blocks = int(table.at[i, "references"])
-            table.at[i, "seeds_needed"] = inference.takeup_seeds_needed(*rates, MARGINS[PRIMARY], inference.ALPHA / len(index), blocks)
+            table.at[i, "seeds_needed"] = inference.takeup_seeds_needed(*rates, MARGINS[TOOK_UP], inference.ALPHA / len(index), blocks)
     for _, index in table[~primary].groupby(["family", "term", "alpha", "comparison", "subset"]).groups.items():
         table.loc[index, "p_adjusted"] = multiplicity.adjust(table.loc[index, "p"], "fdr_bh")
     return table

@@ -7,7 +7,7 @@ what each control reproduces of it. Its last column adjusts every planned take-u
 (Holm over all rows' contrasts: sum - mean and each control's), and gives the sum - mean one's: the p for a reader
 who asks whether sum changes take-up in any term of the pilot at all.
 
-Under a sequential design the looks decided each contrast (analysis/sequential.py), and the table gives the design's
+Under a sequential design the looks decided each contrast (sequential/decisions.py), and the table gives the design's
 decision on sum - mean beside the fixed-design reading of the runs trained, which is naive there; the across-pilot
 column is left out, since the design holds each (family, term) at 5% and nothing across them.
 """
@@ -20,13 +20,11 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
-from experiments.synthetic_sequences.analysis.contrasts import ONSET, arms, takeup_count, term_arms
-from experiments.synthetic_sequences.analysis.design_text import decision_text
-from experiments.synthetic_sequences.analysis.inference import kaplan_meier
-from experiments.synthetic_sequences.analysis.verdict import CONTROL_ARMS
-from experiments.synthetic_sequences.planning.endpoints import ONSET as ONSET_ENDPOINT
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import arms, takeup_count, term_arms
+from experiments.synthetic_sequences.analysis.statistics.inference import kaplan_meier
+from experiments.synthetic_sequences.arms import ARMS, CONTROL_ARMS, ONSET, ONSET_STEP
+from experiments.synthetic_sequences.sequential.text import decision_text
 
-ARMS = ("mean", "sum", *CONTROL_ARMS)
 ACROSS = "p (Holm across the pilot)"
 DESIGN_DECISION = "design decision"
 TERM_LABEL = "term label"
@@ -66,9 +64,9 @@ def planned_contrasts(contrasts: pd.DataFrame) -> int:
 
 def arm_cell(arm: pd.DataFrame, endpoint: str) -> str:
     """An arm's primary endpoint: 'k/n' took up, or for onset 'k/n, median 250' (runs with an onset, KM median)."""
-    if endpoint != ONSET_ENDPOINT:
+    if endpoint != ONSET:
         return takeup_count(arm)
-    median = kaplan_meier(arm[ONSET], arm.onset_observed)["median"]
+    median = kaplan_meier(arm[ONSET_STEP], arm.onset_observed)["median"]
     return f"{int(arm.onset_observed.sum())}/{len(arm)}, median {'not reached' if math.isnan(median) else f'{median:.0f}'}"
 
 
@@ -161,7 +159,7 @@ def glance_frame(table: pd.DataFrame, design: bool) -> pd.DataFrame:
 
 def multiplicity_line(table: pd.DataFrame, planned: int, design: bool) -> str:
     """What the table's p values hold, said once under it."""
-    declared = [f"{row.family} {row.term}" for row in table.itertuples() if row.endpoint == ONSET_ENDPOINT]
+    declared = [f"{row.family} {row.term}" for row in table.itertuples() if row.endpoint == ONSET]
     onset = (
         f" {', '.join(declared)} declared onset their primary endpoint in the config (take-up sits at a ceiling or a "
         "floor there): Holm spans their planned onset contrasts (stratified log-rank), and take-up is secondary."

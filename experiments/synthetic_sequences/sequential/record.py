@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_json, write_json
-from experiments.synthetic_sequences.planning.design import DESIGN_SCHEMA, Design, DesignError, describe_design, design_record
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand
 from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape, shape_error
 from experiments.synthetic_sequences.run_layout import LOOK_TEMPLATE
+from experiments.synthetic_sequences.sequential.design import DESIGN_SCHEMA, Design, DesignError, describe_design, design_record
 
 RESET_SETTING = "design_reset"  # the config key that lets a folder start over under another design
 DESIGN_RECORD = "design.json"  # under the results folder, beside design/: the designs its looks were read under
@@ -57,7 +57,7 @@ def read_design_record(results: str | Path) -> list[dict]:
 
 def look_design(path: Path) -> dict | None:
     """The design a look file says it was made under; None where there is no such file or it is not readable (its own
-    reader, analysis/look_files.read_look, refuses it when it is used)."""
+    reader, sequential/look_files.read_look, refuses it when it is used)."""
     try:
         made_under = json.loads(path.read_text()).get("design")
     except (OSError, ValueError, AttributeError):

@@ -1,5 +1,5 @@
 """A sequential design on the run grid: which arm a run belongs to, which runs each look reads, and which runs were
-trained. The look files are analysis/look_files.py's, the design record planning/design_record.py's.
+trained. The look files are sequential/look_files.py's, the design record sequential/record.py's.
 
 An arm is one side of a planned take-up contrast. Its group is (main family, term, alpha); its name is the mode
 ('mean', 'sum') for the main family's runs and the control's kind ('scale', 'balance') for a control family's.
@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
-from experiments.synthetic_sequences.planning.design import Design, DesignError, Look
+from experiments.synthetic_sequences.arms import arm_group, arm_name
 from experiments.synthetic_sequences.planning.grid import RunSpec, run_betas
+from experiments.synthetic_sequences.sequential.design import Design, DesignError, Look
 
 Group = tuple[str, str, float]  # (main family, term, alpha)
 
 
 def arm_of(spec: RunSpec, control_of: Mapping[str, str]) -> tuple[Group, str]:
     """A run's arm: its group and name."""
-    if spec.controls == "none":
-        return (spec.family, spec.term, spec.alpha), spec.mode
-    return (control_of[spec.family], spec.term, spec.alpha), spec.controls
+    return arm_group(spec.family, spec.term, spec.alpha, spec.controls, control_of), arm_name(spec.mode, spec.controls)
 
 
 def check_design_grid(design: Design, references: list[int], seeds: list[int], families: Mapping, seeds_per_job: int) -> None:

@@ -13,7 +13,7 @@ one line naming the file and the first disagreement:
                      and that file hashes as recorded; the runs are the ones the config assigns to the look
   verified_look      and its decisions are what look_groups makes of those runs
 
-    python -m experiments.synthetic_sequences.analysis.look_files --look 2 --design '{"kind": "sequential", ...}' \
+    python -m experiments.synthetic_sequences.sequential.look_files --look 2 --design '{"kind": "sequential", ...}' \
         --control-of discrete-scale=discrete,discrete-balance=discrete --metrics results/metrics/...parquet ... \
         --previous results/design/look1.json --out results/design/look2.json
 """
@@ -30,10 +30,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
-from experiments.synthetic_sequences.analysis.metrics_files import check_extracted, read_metrics, runs_table
-from experiments.synthetic_sequences.analysis.sequential import look_groups
+from experiments.synthetic_sequences.analysis.records.metrics_files import check_extracted, read_metrics, runs_table
 from experiments.synthetic_sequences.planning.bindings import BindingError
-from experiments.synthetic_sequences.planning.design import (
+from experiments.synthetic_sequences.planning.grid import parse_control_of
+from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
+from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
+from experiments.synthetic_sequences.run_layout import LOOK_TEMPLATE, metrics_path
+from experiments.synthetic_sequences.sequential.decisions import look_groups
+from experiments.synthetic_sequences.sequential.design import (
     DESIGN_SCHEMA,
     Design,
     DesignError,
@@ -41,11 +45,7 @@ from experiments.synthetic_sequences.planning.design import (
     design_record,
     parse_design,
 )
-from experiments.synthetic_sequences.planning.design_record import record_design
-from experiments.synthetic_sequences.planning.grid import parse_control_of
-from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
-from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
-from experiments.synthetic_sequences.run_layout import LOOK_TEMPLATE, metrics_path
+from experiments.synthetic_sequences.sequential.record import record_design
 
 
 def recompute_advice(path: str | Path, pilot: PilotCommand) -> str:

@@ -5,7 +5,7 @@ The look files themselves are written and checked by look_files.py (its CLI is t
 The look reads the runs' metrics files as extraction wrote them; the tables hold every run to the grid and the
 current inputs once the design has stopped (bindings.py).
 
-At look k the design spends its increment alpha_k (planning/design.py), shared evenly among the m planned contrasts
+At look k the design spends its increment alpha_k (sequential/design.py), shared evenly among the m planned contrasts
 of a (family, term, alpha) (m fixed by the arms run, whichever are still open). Each open contrast gets alpha_k / m
 for either decision:
 
@@ -35,11 +35,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis import inference, multiplicity
-from experiments.synthetic_sequences.analysis.contrasts import (
-    COMPARISON_NAMES,
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import (
     MARGINS,
-    PRIMARY,
     Counts,
     arm_counts,
     arms,
@@ -47,8 +44,10 @@ from experiments.synthetic_sequences.analysis.contrasts import (
     smallest_takeup_p,
     takeup_p,
 )
-from experiments.synthetic_sequences.planning.design import EQUIVALENT, OPEN, UNDECIDED, Design, DesignError
-from experiments.synthetic_sequences.planning.looks import Group
+from experiments.synthetic_sequences.analysis.statistics import inference, multiplicity
+from experiments.synthetic_sequences.arms import COMPARISON_NAMES, TOOK_UP
+from experiments.synthetic_sequences.sequential.design import EQUIVALENT, OPEN, UNDECIDED, Design, DesignError
+from experiments.synthetic_sequences.sequential.looks import Group
 
 SMALLEST_INCREMENT = 1e-6  # a look spending less alpha than this can decide nothing (check_decidable)
 
@@ -93,7 +92,7 @@ def look_decisions(
     design: Design,
     look: int,
     alpha: float = inference.ALPHA,
-    margin: float = MARGINS[PRIMARY],
+    margin: float = MARGINS[TOOK_UP],
 ) -> dict[str, Decision]:
     """Every planned contrast's decision at `look`, from the open arms' counts by then (a closed arm's are not needed)
     and the decisions of the look before."""
@@ -148,18 +147,6 @@ def arms_to_train(decisions: Mapping[str, Decision]) -> list[str]:
     """The arms of the contrasts still open, in the order they first appear in COMPARISONS."""
     arms = [arm for name, decision in decisions.items() if decision.open for arm in name.split("-")]
     return list(dict.fromkeys(arms))
-
-
-def naive_decisions(arms: Mapping[str, Counts], alpha: float = inference.ALPHA) -> dict[str, str]:
-    """What rereading the fixed verdict does at any n: Holm at the full alpha over every planned contrast."""
-    results = tested(arms, planned(arms))
-    adjusted = multiplicity.adjust([p for _, _, p in results], "holm") if results else []
-    decisions = {}
-    for (name, (k_a, n_a, k_b, n_b), _), p_adjusted in zip(results, adjusted, strict=True):
-        decisions[name] = "raises" if k_a / n_a > k_b / n_b else "lowers"
-        if not multiplicity.rejects(p_adjusted, alpha):
-            decisions[name] = OPEN
-    return decisions
 
 
 def group_counts(runs: pd.DataFrame, control_of: Mapping[str, str]) -> dict[Group, dict[str, Counts]]:

@@ -1,7 +1,7 @@
 """beta_curves.png: take-up over beta, mean against sum, one panel per (family, term, alpha) of a config with a beta
-axis (analysis/beta_curves.py). Named apart from curves.png, which holds the validation learning curves.
+axis (analysis/statistics/beta_curves.py). Named apart from curves.png, which holds the validation learning curves.
 
-    python -m experiments.synthetic_sequences.analysis.beta_curve_plot results/tables/runs.parquet --tokens 6.57 \
+    python -m experiments.synthetic_sequences.analysis.report.beta_curve_plot results/tables/runs.parquet --tokens 6.57 \
         --control-of discrete-scale=discrete --plot results/plots/beta_curves.png
 
 prints the shift table (k, its interval, the parallelism p, the reading) and draws the figure.
@@ -28,10 +28,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
-from experiments.synthetic_sequences.analysis.beta_curves import KEYS, fitted_curves, shift_table  # noqa: E402
-from experiments.synthetic_sequences.analysis.contrasts import PRIMARY  # noqa: E402
-from experiments.synthetic_sequences.analysis.inference import clopper_pearson  # noqa: E402
-from experiments.synthetic_sequences.analysis.plots import MODE_COLOURS, save  # noqa: E402
+from experiments.synthetic_sequences.analysis.report.figure_style import MODE_COLOURS, save  # noqa: E402
+from experiments.synthetic_sequences.analysis.statistics.beta_curves import KEYS, fitted_curves, shift_table  # noqa: E402
+from experiments.synthetic_sequences.analysis.statistics.inference import clopper_pearson  # noqa: E402
+from experiments.synthetic_sequences.arms import NO_CONTROL, TOOK_UP
 from experiments.synthetic_sequences.planning.grid import parse_control_of  # noqa: E402
 
 CONTROL_MARKERS = {"scale": "s", "balance": "D"}
@@ -40,7 +40,7 @@ SPREAD = 1.04  # mean's and sum's points drawn this factor apart in beta, so the
 
 def rate_points(ax, runs: pd.DataFrame, colour: str, marker: str, label: str, nudge: float) -> None:
     """k/n per beta with its Clopper-Pearson interval."""
-    counts = runs.groupby("beta")[PRIMARY].agg(["sum", "size"])
+    counts = runs.groupby("beta")[TOOK_UP].agg(["sum", "size"])
     rates = counts["sum"] / counts["size"]
     bounds = np.array([clopper_pearson(int(k), int(n)) for k, n in zip(counts["sum"], counts["size"], strict=True)])
     errors = np.vstack([rates - bounds[:, 0], bounds[:, 1] - rates])
@@ -67,7 +67,7 @@ def beta_curves_figure(runs: pd.DataFrame, table: pd.DataFrame, control_of: dict
         axes[0, 0].text(0.5, 0.5, "No (family, term) has mean and sum runs at two betas or more.", ha="center", va="center")
     for ax, row in zip(axes.flat, rows, strict=False):
         key = tuple(row[name] for name in KEYS)
-        group = runs[(runs[KEYS].apply(tuple, axis=1) == key) & (runs.controls == "none")]
+        group = runs[(runs[KEYS].apply(tuple, axis=1) == key) & (runs.controls == NO_CONTROL)]
         grid = np.geomspace(group.beta.min() / 1.5, group.beta.max() * 1.5, 120)
         fitted = fitted_curves(group, grid)
         for mode, nudge in (("mean", 1 / SPREAD), ("sum", SPREAD)):

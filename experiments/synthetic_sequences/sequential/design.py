@@ -31,7 +31,7 @@ from core.disentanglement.artifacts import sha256_json
 
 SPENDING_FUNCTIONS = ("obrien-fleming", "pocock")
 KINDS = ("fixed", "sequential")
-# what a look decides of a planned contrast, beside "raises" and "lowers" (analysis/sequential.py)
+# what a look decides of a planned contrast, beside "raises" and "lowers" (sequential/decisions.py)
 OPEN, UNDECIDED, EQUIVALENT = "continue", "undecided", "equivalent"
 
 

@@ -27,7 +27,7 @@ def adjust(pvalues, method: str) -> np.ndarray:
     adjusted = np.full(len(pvalues), NAN)
     present = np.isfinite(pvalues)
     if present.any():
-        gc.freeze()  # statsmodels' Holm calls gc.collect(), which walks every object of a large aggregation (0.2 s a call)
+        gc.freeze()  # statsmodels' Holm calls gc.collect(), which walks every object of a large aggregation (bench/README.md)
         try:
             adjusted[present] = multipletests(pvalues[present], method=method)[1]
         finally:

@@ -24,7 +24,7 @@ from functools import cache
 
 import numpy as np
 
-from experiments.synthetic_sequences.analysis.multiplicity import rejects
+from experiments.synthetic_sequences.analysis.statistics.multiplicity import rejects
 
 NAN = math.nan
 BOOTSTRAP_DRAWS = 2_000

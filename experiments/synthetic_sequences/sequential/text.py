@@ -1,5 +1,5 @@
 """The verdict's account of a sequential design: the looks done, the alpha each spent, and for each planned take-up
-contrast its decision and the look that made it (analysis/sequential.py)."""
+contrast its decision and the look that made it (sequential/decisions.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,11 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import COMPARISON_NAMES, MARGINS, PRIMARY
-from experiments.synthetic_sequences.analysis.inference import ALPHA
-from experiments.synthetic_sequences.planning.design import OPEN, UNDECIDED, describe_design, design_from_record
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'s' if count != 1 else ''}"
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import MARGINS
+from experiments.synthetic_sequences.analysis.records.run_files import plural
+from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
+from experiments.synthetic_sequences.arms import COMPARISON_NAMES, TOOK_UP
+from experiments.synthetic_sequences.sequential.design import OPEN, UNDECIDED, describe_design, design_from_record
 
 
 def decision_text(decision: Mapping, looks: int) -> str:
@@ -39,7 +37,7 @@ def design_section(documents: Sequence[Mapping]) -> list[str]:
         f"{design.max_runs_per_arm} runs per arm: {done}. Each look's alpha is shared evenly among a group's m planned "
         "contrasts, and a contrast is decided at its share, alpha / m, whichever way: raises or lowers where its "
         "take-up p is at most alpha / m, equivalent where Newcombe's interval at level 1 - 2 alpha / m lies inside "
-        f"+-{MARGINS[PRIMARY]:g}. So within each (family, term), the family of planned contrasts the design controls "
+        f"+-{MARGINS[TOOK_UP]:g}. So within each (family, term), the family of planned contrasts the design controls "
         "(each is one of the note's questions), the chance of any false decision of either kind, over its contrasts "
         f"and every look, is at most {ALPHA:g} (union bound); nothing is claimed across terms. Take-up steered the "
         "design; an arm trained on while a contrast it belongs to was open. The interval beside a decision is that "

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis import inference
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, ONSET, PRIMARY, arm_counts, arms
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import arm_counts, arms
+from experiments.synthetic_sequences.analysis.statistics import inference
+from experiments.synthetic_sequences.arms import BLOCK, ONSET_STEP, TOOK_UP
 from experiments.synthetic_sequences.metrics import view
 
 FLOOR, ROUNDING = view("collapse")
@@ -47,9 +48,9 @@ def arm_table(runs: pd.DataFrame, control_of: dict[str, str]) -> pd.DataFrame:
     for family, family_arms in arms(runs, control_of).items():
         for name, arm in family_arms.items():
             for (term, alpha), group in arm.groupby(["term", "alpha"]):
-                k, n = int(group[PRIMARY].sum()), len(group)
+                k, n = int(group[TOOK_UP].sum()), len(group)
                 low, high = inference.clopper_pearson(k, n)
-                fit = inference.kaplan_meier(group[ONSET], group.onset_observed)
+                fit = inference.kaplan_meier(group[ONSET_STEP], group.onset_observed)
                 rows.append(
                     {
                         "family": family,

@@ -11,25 +11,25 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import BLOCK, MARGINS, ONSET, PRIMARY, arms, takeup_count, term_arms
-from experiments.synthetic_sequences.analysis.curves import ROUNDING_FLOOR, TAKEUP_THRESHOLD
-from experiments.synthetic_sequences.analysis.inference import ALPHA, POWER, kaplan_meier
-from experiments.synthetic_sequences.analysis.multiplicity import DECISION_DIGITS, rejects
-from experiments.synthetic_sequences.analysis.takeup_table import ROUNDING, block_counts
-from experiments.synthetic_sequences.analysis.verdict_phrases import (
+from experiments.synthetic_sequences.analysis.comparisons.contrasts import MARGINS, arms, takeup_count, term_arms
+from experiments.synthetic_sequences.analysis.comparisons.readings import control_share, finite, reading
+from experiments.synthetic_sequences.analysis.comparisons.takeup_table import ROUNDING, block_counts
+from experiments.synthetic_sequences.analysis.records.curves import ROUNDING_FLOOR, TAKEUP_THRESHOLD
+from experiments.synthetic_sequences.analysis.report.phrases import (
     contrast_text,
     disagreement,
-    finite,
     resolvability,
     runs_behind,
     seeds_text,
 )
+from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA, POWER, kaplan_meier
+from experiments.synthetic_sequences.analysis.statistics.multiplicity import DECISION_DIGITS
+from experiments.synthetic_sequences.arms import BLOCK, CONTROL_ARMS, ONSET_STEP, TOOK_UP
 from experiments.synthetic_sequences.metrics import view
 
-CONTROL_ARMS = ("scale", "balance")
 RULE = f"""Endpoints, in order (contrasts.py has the tests; p values are adjusted: Holm for take-up, Benjamini-Hochberg
 for the others):
-  take-up     share of runs whose final validation I(x;z) >= {TAKEUP_THRESHOLD:g} nats (primary); margin +-{MARGINS[PRIMARY]:g} of the runs
+  take-up     share of runs whose final validation I(x;z) >= {TAKEUP_THRESHOLD:g} nats (primary); margin +-{MARGINS[TOOK_UP]:g} of the runs
   onset       Kaplan-Meier median step of take-up; log-rank test (no equivalence claim is made for onset)
   magnitude   test I(x;z) among the seeds whose runs took up the latent in both arms; margin +-{MARGINS["mutual_information"]:g} nats
   separation  strategy information, I(z; strategy) / H(strategy) from the posterior itself, all runs; margin
@@ -51,7 +51,6 @@ Each control C (scale, balance), when sum raises or lowers an endpoint:
   part of it   C - mean and sum - C both read as sum - mean does: C lies between mean and sum
   none of it   C - mean reads no difference (or below the margin)
   unclear      anything else"""
-SAME = ("no difference", "below the smallest effect of interest")
 
 
 @dataclass(frozen=True)
@@ -100,44 +99,6 @@ COLUMNS = [
 ]
 
 
-def reading(row: dict | None, margin: float) -> str:
-    """How one contrast row reads (module docstring); onset rows read earlier / later / cannot be told apart."""
-    if row is None:
-        return "not run"
-    if row["metric"] == ONSET:
-        if not finite(row["p"]):
-            return "no onset in either arm"
-        if rejects(row["p_adjusted"], ALPHA):
-            return "earlier" if onset_sooner(row) else "later"
-        return "cannot be told apart"
-    low, high = row["ci_low"], row["ci_high"]
-    if finite(low) and finite(high) and -margin <= low and high <= margin:
-        return "no difference" if low <= 0 <= high else "below the smallest effect of interest"
-    if rejects(row["p_adjusted"], ALPHA) and finite(low) and (low > 0 or high < 0):
-        return "raises" if row["estimate"] > 0 else "lowers"
-    return "cannot be resolved"
-
-
-def onset_sooner(row: dict) -> bool:
-    """Whether arm a's onsets come sooner: its median is earlier, or only its median is reached, or, where neither is,
-    a larger share of its runs had an onset."""
-    if finite(row["estimate"]):
-        return row["estimate"] < 0
-    if finite(row["median_a"]) or finite(row["median_b"]):
-        return finite(row["median_a"]) and not finite(row["median_b"])
-    return row["onset_share_a"] > row["onset_share_b"]
-
-
-def control_share(effect: str, control_vs_mean: str, sum_vs_control: str) -> str:
-    if control_vs_mean == effect and sum_vs_control in SAME:
-        return "all of it"
-    if control_vs_mean == effect and sum_vs_control == effect:
-        return "part of it"
-    if control_vs_mean in SAME:
-        return "none of it"
-    return "unclear"
-
-
 def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, planned: int) -> dict:
     """One endpoint of one (family, term, alpha): its reading, each control's share and the sentence."""
     effect_row = rows.get("sum-mean")
@@ -156,11 +117,11 @@ def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, plan
             f"{endpoint.label} ({arm_text}): no run of the mean or the sum arm took up the latent within its budget, "
             "so there is no onset to compare"
         )
-    elif endpoint.metric == ONSET:
+    elif endpoint.metric == ONSET_STEP:
         text += f"sum's onset comes {effect}" if effect in ("earlier", "later") else effect
     else:
         text += {"raises": f"sum raises {endpoint.label}", "lowers": f"sum lowers {endpoint.label}"}.get(effect, effect)
-    if endpoint.metric == PRIMARY and (note := disagreement(effect_row)):
+    if endpoint.metric == TOOK_UP and (note := disagreement(effect_row)):
         text += "." + note
     shares, needed = {}, effect_row["seeds_needed"] if effect == "cannot be resolved" else math.nan
     blocks = int(effect_row["references"]) if finite(effect_row.get("references")) else 1
@@ -190,7 +151,7 @@ def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, plan
 def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame], medians: dict[str, float]) -> str:
     """Per arm, what the endpoint counts: 'mean 0/10, sum 6/10' for take-up (with several reference blocks, per block
     too, and the take-ups that were rounding events), the seeds behind the others."""
-    if endpoint.metric == PRIMARY:
+    if endpoint.metric == TOOK_UP:
         several = any(arm[BLOCK].nunique() > 1 for arm in group_arms.values())
         text = ", ".join(f"{name} {takeup_count(arm)}" + (f" ({block_counts(arm)})" if several else "") for name, arm in group_arms.items())
         rounding = {name: int(arm[ROUNDING].sum()) for name, arm in group_arms.items() if ROUNDING in arm}
@@ -198,7 +159,7 @@ def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame], medians
             counted = ", ".join(f"{name} {count}" for name, count in rounding.items() if count)
             text += f"; of these, rounding events (taken up from I(x;z) < {ROUNDING_FLOOR:g} nats): {counted}"
         return text
-    if endpoint.metric == ONSET:
+    if endpoint.metric == ONSET_STEP:
         parts = []
         for name, arm in group_arms.items():
             median = medians[name]
@@ -206,7 +167,7 @@ def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame], medians
             parts.append(f"{name} {int(arm.onset_observed.sum())} of {len(arm)} with an onset, {reached}")
         return "; ".join(parts)
     if endpoint.subset == "took_up":
-        return ", ".join(f"{name} {int(arm[PRIMARY].sum())} took up" for name, arm in group_arms.items())
+        return ", ".join(f"{name} {int(arm[TOOK_UP].sum())} took up" for name, arm in group_arms.items())
     return ", ".join(f"{name} n={len(arm)}" for name, arm in group_arms.items())
 
 
@@ -225,15 +186,15 @@ def verdict_table(
             if "mean" not in group_arms:
                 continue
             mine = contrasts[(contrasts.family == family) & (contrasts.term == term) & (contrasts.alpha == alpha)]
-            planned = int((mine.metric == PRIMARY).sum())
+            planned = int((mine.metric == TOOK_UP).sum())
             involved, behind = pd.concat(group_arms.values()), runs_behind(group_arms)
             # each arm's Kaplan-Meier median onset, once: the onset line prints them and reads its direction from them
-            medians = {name: kaplan_meier(arm[ONSET], arm.onset_observed)["median"] for name, arm in group_arms.items()}
+            medians = {name: kaplan_meier(arm[ONSET_STEP], arm.onset_observed)["median"] for name, arm in group_arms.items()}
             first = declared.get((family, term, float(alpha)), ENDPOINTS[0].name)
             for endpoint in sorted(ENDPOINTS, key=lambda endpoint: endpoint.name != first):  # the primary first
                 chosen = mine[(mine.metric == endpoint.metric) & (mine.subset == endpoint.subset)]
                 by_comparison = {row["comparison"]: row for row in chosen.to_dict("records")}
-                if endpoint.metric == ONSET:
+                if endpoint.metric == ONSET_STEP:
                     for row in by_comparison.values():
                         row["median_a"], row["median_b"] = (medians[name] for name in row["comparison"].split("-"))
                         row["onset_share_a"], row["onset_share_b"] = (

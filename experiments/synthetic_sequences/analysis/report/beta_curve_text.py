@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.beta_curves import KEYS, MARGIN
+from experiments.synthetic_sequences.analysis.statistics.beta_curves import KEYS, MARGIN
 
 HEADING = "## Take-up over beta: does sum act as mean at another beta?"
 

@@ -1,7 +1,8 @@
-"""A sequential design's part of the plan: which runs each look reads and trains, and the look files it has reached.
+"""The sequential design's entry point, what the plan calls (Looks): which runs each look reads and trains, and the
+look files it has reached; and, at the workflow's start, the Slurm packing its checkpoints refuse.
 
 A look is a snakemake checkpoint (rules/design.smk): its file says what the next look trains, so every input that
-depends on a look waits for it (`await_look`, the checkpoint's get) and reads it verified (analysis/look_files.py)
+depends on a look waits for it (`await_look`, the checkpoint's get) and reads it verified (sequential/look_files.py)
 against the look before and the runs the config assigns to it. The statistics that verify a look are the analysis'
 (pandas), imported only under a sequential design.
 """
@@ -9,14 +10,14 @@ against the look before and the runs the config assigns to it. The statistics th
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from experiments.synthetic_sequences.planning.design import Design, parse_design
-from experiments.synthetic_sequences.planning.design_record import check_design_fixed
 from experiments.synthetic_sequences.planning.endpoints import check_design_endpoints, declared_primary
 from experiments.synthetic_sequences.planning.grid import control_families, resolve_seeds
-from experiments.synthetic_sequences.planning.looks import arm_of, check_design_grid, look_specs, open_arms_of, trained_specs
-from experiments.synthetic_sequences.run_layout import metrics_path
+from experiments.synthetic_sequences.run_layout import GridError, metrics_path
+from experiments.synthetic_sequences.sequential.design import Design, parse_design
+from experiments.synthetic_sequences.sequential.looks import arm_of, check_design_grid, look_specs, open_arms_of, trained_specs
+from experiments.synthetic_sequences.sequential.record import check_design_fixed
 
 
 class Looks:
@@ -32,11 +33,11 @@ class Looks:
     def of_config(cls, plan, await_look: Callable[[int], object] | None) -> Looks | None:
         """The config's design, None for the fixed one. A sequential design is checked at parse time: against the grid,
         for looks that can decide nothing, against the design its results folder was first read under
-        (planning/design_record.py), and so is every look file already on disk, in order, while looks stay open."""
+        (sequential/record.py), and so is every look file already on disk, in order, while looks stay open."""
         design = parse_design(plan.config.get("design"))
         if design is None:
             return None
-        from experiments.synthetic_sequences.analysis.sequential import check_decidable
+        from experiments.synthetic_sequences.sequential.decisions import check_decidable
 
         looks = cls(plan, design, await_look)
         config = plan.config
@@ -67,10 +68,10 @@ class Looks:
         return look_specs(plan.grid.values(), self.control_of, plan.references(), self.top_seeds(), self.design.looks[look - 1], opened)
 
     def verified_look_file(self, look: int, previous: dict | None) -> dict:
-        """Look `look`'s file, verified (analysis/look_files.verified_look) against the look before and the runs the
+        """Look `look`'s file, verified (sequential/look_files.verified_look) against the look before and the runs the
         config assigns to it; a metrics file still to be extracted is passed over, and the job that reads the look
         checks it whole."""
-        from experiments.synthetic_sequences.analysis.look_files import verified_look
+        from experiments.synthetic_sequences.sequential.look_files import verified_look
 
         path = self.plan.look_file(look)
         key = (look, os.stat(path).st_mtime_ns, previous["sha256"] if previous else None)
@@ -111,3 +112,23 @@ class Looks:
         """The runs the looks reached have trained: the tables read them."""
         plan = self.plan
         return trained_specs(plan.grid.values(), self.control_of, plan.references(), self.top_seeds(), self.design, self.reached())
+
+
+def check_design_packing(group_components: Mapping[str, int]) -> None:
+    """Refuse to pack training jobs into Slurm group jobs under a sequential design.
+
+    A design's looks are snakemake checkpoints, and snakemake 9 merges group components again each time a checkpoint
+    updates the DAG (DAG._update_group_components is not idempotent; snakemake issues #1217 and #1628): the packs
+    overlap, and one chunk is submitted in two Slurm jobs at once. Measured on the test cluster: 3 chunks in packs
+    of 2 became Slurm jobs of 3 and 2 chunks sharing two, and the second of each pair failed.
+    """
+    packed = {group: n for group, n in group_components.items() if n > 1}
+    if packed:
+        given = " ".join(f"{group}={n}" for group, n in sorted(packed.items()))
+        fix = " ".join(f"{group}=1" for group in sorted(packed))
+        raise GridError(
+            f"group-components {given}: a sequential design (design.kind: sequential) cannot pack training jobs "
+            "into Slurm group jobs: its looks are checkpoints, after which snakemake packs the jobs again and submits "
+            f"a chunk in two Slurm jobs at once (snakemake issue #1628). Pass --group-components {fix}; a chunk "
+            "(seeds_per_job) already trains several seeds in one job."
+        )

@@ -1,6 +1,6 @@
 """The operating point of each (model, term, alpha), read from a calibration run's runs table (config/calibration.yaml).
 
-    python -m experiments.synthetic_sequences.analysis.calibration results/calibration/tables/runs.parquet
+    python -m experiments.synthetic_sequences.analysis.comparisons.calibration results/calibration/tables/runs.parquet
 
 The note's take-up contrast cannot move where the mean arm sits at a ceiling (every run takes up) or a floor (none
 does). For each (model, term, alpha), the mean arm's take-up is counted at every beta of the grid, and a beta is
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.contrasts import PRIMARY
+from experiments.synthetic_sequences.arms import NO_CONTROL, TOOK_UP
 
 BAND = (0.2, 0.6)
 TARGET = 0.4
@@ -49,10 +49,10 @@ def choose_beta(points: Sequence[tuple[float, int, int]]) -> tuple[float, str]:
 
 def calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, term, alpha) of the mean arms: take-up at each beta, and the beta chosen."""
-    mean = runs[(runs["mode"] == "mean") & (runs.controls == "none")]
+    mean = runs[(runs["mode"] == "mean") & (runs.controls == NO_CONTROL)]
     rows = []
     for key, group in mean.groupby(KEYS, sort=True):
-        points = [(float(beta), int(at[PRIMARY].sum()), len(at)) for beta, at in group.groupby("beta")]
+        points = [(float(beta), int(at[TOOK_UP].sum()), len(at)) for beta, at in group.groupby("beta")]
         beta, how = choose_beta(points)
         grid = ", ".join(f"{b:g}: {k}/{n}" for b, k, n in points)
         rows.append({**dict(zip(KEYS, key, strict=True)), "take-up by beta": grid, "beta": beta, "how": how})

@@ -16,8 +16,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path
-from experiments.synthetic_sequences.analysis.curves import convergence
-from experiments.synthetic_sequences.analysis.run_files import (
+from experiments.synthetic_sequences.analysis.records.curves import convergence
+from experiments.synthetic_sequences.analysis.records.run_files import (
     check_evaluation,
     execution_label,
     numerics_label,

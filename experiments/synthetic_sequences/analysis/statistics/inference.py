@@ -22,7 +22,7 @@ from functools import cache
 
 import numpy as np
 
-from experiments.synthetic_sequences.analysis.multiplicity import rejects
+from experiments.synthetic_sequences.analysis.statistics.multiplicity import rejects
 
 ALPHA = 0.05
 POWER = 0.8
@@ -120,7 +120,7 @@ def takeup_seeds_needed(p_a: float, p_b: float, margin: float, alpha: float = AL
     if abs(p_a - p_b) < margin:
         return next((float(n) for n in sizes if newcombe_fits(n, p_a, p_b, margin)), math.inf)
     if blocks > 1:
-        from experiments.synthetic_sequences.analysis.stratified import exact_stratified_power
+        from experiments.synthetic_sequences.analysis.statistics.stratified import exact_stratified_power
 
         powerful = (n for n in sizes if exact_stratified_power(blocks, n // blocks, p_a, p_b, alpha) >= POWER)
         return float(next(powerful, math.inf))
@@ -220,7 +220,7 @@ def sign_flip_p(differences: np.ndarray, seed: int = 0) -> tuple[float, int]:
         permutation_type="samples",
         vectorized=True,
         n_resamples=np.inf if exact else SIGN_FLIP_DRAWS,
-        batch=2**EXACT_SIGN_FLIPS if exact else 1000,  # measured fastest: every pattern in one pass; draws in thousands
+        batch=2**EXACT_SIGN_FLIPS if exact else 1000,  # every pattern in one pass; draws in thousands (the fastest: bench/README.md)
         alternative="two-sided",
         rng=np.random.default_rng(seed),
     )

@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 
 from core.disentanglement.registry import TERMS
-from experiments.synthetic_sequences.analysis.contrasts import PRIMARY
-from experiments.synthetic_sequences.analysis.inference import ALPHA
+from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
+from experiments.synthetic_sequences.arms import NO_CONTROL, TOOK_UP
 
 MARGIN = 1.5  # "no shift": k's interval inside [1/MARGIN, MARGIN]
 NEITHER = "cannot tell a shift of 1 from the scale's"  # an interval that holds both k = 1 and the predicted k
@@ -57,7 +57,7 @@ class Curves:
     def of(cls, runs: pd.DataFrame) -> Curves:
         blocks = {reference: index for index, reference in enumerate(sorted(runs.reference.unique()))}
         return cls(
-            runs[PRIMARY].to_numpy(dtype=float),
+            runs[TOOK_UP].to_numpy(dtype=float),
             np.log(runs.beta.to_numpy(dtype=float)),
             (runs["mode"] == "sum").to_numpy(dtype=float),
             runs.reference.map(blocks).to_numpy(dtype=int),
@@ -270,7 +270,7 @@ def cell_rates(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (beta, mode) of one (family, term, alpha): its runs, how many took up, and the share the shift model (its
     free fit) expects there, averaged over the cell's runs: where the two part, the shift model misses."""
     cells = runs.assign(fitted=np.asarray(additive(Curves.of(runs)).fittedvalues)).groupby(["beta", "mode"])
-    return pd.DataFrame({"runs": cells.size(), "took_up": cells[PRIMARY].sum().astype(int), "fitted": cells.fitted.mean()}).reset_index()
+    return pd.DataFrame({"runs": cells.size(), "took_up": cells[TOOK_UP].sum().astype(int), "fitted": cells.fitted.mean()}).reset_index()
 
 
 def scale_predictions(table_keys: list[tuple[str, str, float]], tokens: float) -> dict[tuple[str, str, float], float]:
@@ -281,7 +281,7 @@ def scale_predictions(table_keys: list[tuple[str, str, float]], tokens: float) -
 
 def curve_groups(runs: pd.DataFrame):
     """(key, runs) of each (family, term, alpha) of the main families with a mean and a sum run at two betas or more."""
-    for key, group in runs[runs.controls == "none"].groupby(KEYS, sort=True):
+    for key, group in runs[runs.controls == NO_CONTROL].groupby(KEYS, sort=True):
         if set(group["mode"]) == {"mean", "sum"} and group.beta.nunique() >= 2:
             yield key, group
 

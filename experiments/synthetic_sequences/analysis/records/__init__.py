@@ -1,0 +1,1 @@
+"""What the analysis reads: a finished run's files, its metrics file and learning curves, the runs table."""

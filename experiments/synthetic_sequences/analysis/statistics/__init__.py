@@ -1,0 +1,1 @@
+"""The statistics: intervals, exact and stratified tests, multiplicity, the shift fit over beta; data in, numbers out."""
