@@ -148,6 +148,7 @@ def prepare_run_inputs(folder: Path, zfree_steps: int = 100) -> dict[str, str]:
     The z-free model is trained briefly: its scores set b_{i,t}, whose values do not change any cost measured here.
     """
     from core.disentanglement.artifacts import write_json
+    from core.disentanglement.config import AggregationMode
     from core.disentanglement.reference import build_reference
     from core.disentanglement.zfree import ZFreeTrainConfig, score_records, train_zfree
     from experiments.synthetic_sequences.generate import SequenceConfig, generate
@@ -160,7 +161,7 @@ def prepare_run_inputs(folder: Path, zfree_steps: int = 100) -> dict[str, str]:
     train_zfree(data / "train.parquet", data / "val.parquet", zfree / "model.pt", ZFreeTrainConfig(**zfree_settings))
     for split in ("train", "val"):
         score_records(zfree / "model.pt", data / f"{split}.parquet", zfree / f"{split}_scores.parquet")
-    for mode in ("mean", "sum"):
+    for mode in AggregationMode:
         write_json(build_reference(zfree / "val_scores.parquet", mode), folder / "reference" / f"{mode}.json")
     return {
         **{f"{split}_records": str(data / f"{split}.parquet") for split in ("train", "val", "test")},

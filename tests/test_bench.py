@@ -13,6 +13,7 @@ from bench.tables import current_inputs, extract_and_aggregate, synthesise_runs
 from bench.zfree import cvae_padding_share
 from core.disentanglement.artifacts import write_json
 from core.disentanglement.batching import BatchSchedule, RecordBatcher, SpecialTokens
+from core.disentanglement.config import AggregationMode
 from core.disentanglement.records import read_records
 from core.disentanglement.reference import build_reference
 from experiments.synthetic_sequences.planning.grid import expand_grid
@@ -52,7 +53,7 @@ def test_padding_share_counts_every_padded_position(data_dir):
 
 
 def test_synthesised_runs_go_through_the_real_extraction_and_aggregation(data_dir, scored, tmp_path):
-    for mode in ("mean", "sum"):
+    for mode in AggregationMode:
         write_json(build_reference(scored / "val.parquet", mode), tmp_path / "reference" / f"{mode}.json")
     inputs = {
         **{f"{split}_records": str(data_dir / f"{split}.parquet") for split in ("train", "val", "test")},

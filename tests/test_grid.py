@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from core.disentanglement.config import AggregationMode
 from experiments.synthetic_sequences.planning.config_docs import merged_config
 from experiments.synthetic_sequences.planning.config_files import read_configs
 from experiments.synthetic_sequences.planning.grid import RunSpec, cli_arguments, expand_grid
@@ -68,9 +69,9 @@ def test_malformed_run_keys_are_refused(key):
 
 
 def test_mean_and_sum_runs_never_collide():
-    mean = RunSpec("f", 0, "shared_discrete", "dist", "mean", 0.0, 0, 1.0, "none")
-    total = RunSpec("f", 0, "shared_discrete", "dist", "sum", 0.0, 0, 1.0, "none")
-    other_block = RunSpec("f", 1, "shared_discrete", "dist", "mean", 0.0, 0, 1.0, "none")
+    mean = RunSpec("f", 0, "shared_discrete", "dist", AggregationMode.MEAN, 0.0, 0, 1.0, "none")
+    total = RunSpec("f", 0, "shared_discrete", "dist", AggregationMode.SUM, 0.0, 0, 1.0, "none")
+    other_block = RunSpec("f", 1, "shared_discrete", "dist", AggregationMode.MEAN, 0.0, 0, 1.0, "none")
     assert len({mean.path, total.path, other_block.path}) == 3
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import reference_math as ref
 from core.disentanglement import auxiliary_losses
-from core.disentanglement.config import RECONSTRUCTION_TERMS
+from core.disentanglement.config import RECONSTRUCTION_TERMS, AggregationMode, parse_aggregation_mode
 from core.disentanglement.losses import (
     aggregate_tokens,
     concentration_factor,
@@ -20,6 +20,8 @@ from core.disentanglement.losses import (
     weighted_aggregate_tokens,
 )
 from core.disentanglement.token_weighting import high_surprisal_weights, low_surprisal_weights
+
+MEAN, SUM = AggregationMode.MEAN, AggregationMode.SUM
 
 LOSS_KEYS = RECONSTRUCTION_TERMS
 
@@ -50,7 +52,7 @@ def random_posterior(seed, samples, batch):
 # ---------------------------------------------------------------- agreement with plain-Python loops
 
 
-@pytest.mark.parametrize("mode", ["mean", "sum"])
+@pytest.mark.parametrize("mode", list(AggregationMode))
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0, 2.5])
 @pytest.mark.parametrize("enumerated", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -64,7 +66,7 @@ def test_reconstruction_terms_match_spec_loops(mode, alpha, enumerated, seed):
         assert got[key].item() == pytest.approx(value, rel=1e-6, abs=1e-6), key
 
 
-@pytest.mark.parametrize("mode", ["mean", "sum"])
+@pytest.mark.parametrize("mode", list(AggregationMode))
 def test_aggregates_and_reference_scale_match_spec_loops(mode):
     token_nll, base_nll, mask = random_batch(7, batch=6, length=11)
     rows, b_rows, m_rows = token_nll[0].tolist(), base_nll.tolist(), mask.tolist()
@@ -85,18 +87,18 @@ def test_hand_computed_example():
     # two examples: supervised NLLs [1, 3] (n=2) and [2, 2, 2, 6] (n=4), padding holds junk
     values = torch.tensor([[1.0, 99.0, 3.0, 99.0], [2.0, 2.0, 2.0, 6.0]], dtype=torch.float64)
     mask = torch.tensor([[True, False, True, False], [True, True, True, True]])
-    assert aggregate_tokens(values, mask, "mean").tolist() == [2.0, 3.0]
-    assert aggregate_tokens(values, mask, "sum").tolist() == [4.0, 12.0]
+    assert aggregate_tokens(values, mask, MEAN).tolist() == [2.0, 3.0]
+    assert aggregate_tokens(values, mask, SUM).tolist() == [4.0, 12.0]
     # sum mode: per-example sums then the batch mean = (4 + 12) / 2 = 8; global token mean = 16 / 6
-    terms = reconstruction_terms(values[None], values, mask, mode="sum", alpha=0.0, c_base=4.0, epsilon=0.0)
+    terms = reconstruction_terms(values[None], values, mask, mode=SUM, alpha=0.0, c_base=4.0, epsilon=0.0)
     assert terms["raw"].item() == pytest.approx(8.0)
     assert terms["dist"].item() == pytest.approx(2.0)
     assert terms["ex"].item() == pytest.approx(1.0)  # l == b, epsilon 0
     # alpha = 1: pi proportional to b -> example 1 weights [1/4, 3/4]: W_mean = 1/4 + 9/4 = 2.5, W_sum = 5
     pi = high_surprisal_weights(values, mask, 1.0)
     assert pi[0].tolist() == pytest.approx([0.25, 0.0, 0.75, 0.0])
-    assert weighted_aggregate_tokens(values, pi, mask, "sum")[0].item() == pytest.approx(5.0)
-    assert concentration_factor(values, pi, mask, "sum")[0].item() == pytest.approx(2.5 / 2.0)
+    assert weighted_aggregate_tokens(values, pi, mask, SUM)[0].item() == pytest.approx(5.0)
+    assert concentration_factor(values, pi, mask, SUM)[0].item() == pytest.approx(2.5 / 2.0)
 
 
 # ---------------------------------------------------------------- properties
@@ -113,7 +115,7 @@ def batches(draw):
     )
 
 
-MODES = st.sampled_from(["mean", "sum"])
+MODES = st.sampled_from(list(AggregationMode))
 ALPHAS = st.floats(0.0, 4.0, allow_nan=False)
 
 
@@ -132,8 +134,8 @@ def test_alpha_zero_recovers_uniform_mode(batch, mode):
 def test_kappa_and_eta_are_mode_invariant(batch, alpha):
     _, base_nll, mask = batch
     for weights in (high_surprisal_weights(base_nll, mask, alpha), low_surprisal_weights(base_nll, mask, alpha)):
-        kappa_mean = concentration_factor(base_nll, weights, mask, "mean")
-        kappa_sum = concentration_factor(base_nll, weights, mask, "sum")
+        kappa_mean = concentration_factor(base_nll, weights, mask, MEAN)
+        kappa_sum = concentration_factor(base_nll, weights, mask, SUM)
         torch.testing.assert_close(kappa_mean, kappa_sum, rtol=1e-12, atol=0)
 
 
@@ -142,9 +144,9 @@ def test_kappa_and_eta_are_mode_invariant(batch, alpha):
 def test_scaling_b_leaves_kappa_unchanged(batch, alpha, scale):
     _, base_nll, mask = batch
     for weight_fn in (high_surprisal_weights, low_surprisal_weights):
-        kappa = concentration_factor(base_nll, weight_fn(base_nll, mask, alpha), mask, "mean")
+        kappa = concentration_factor(base_nll, weight_fn(base_nll, mask, alpha), mask, MEAN)
         scaled = base_nll * scale
-        kappa_scaled = concentration_factor(scaled, weight_fn(scaled, mask, alpha), mask, "mean")
+        kappa_scaled = concentration_factor(scaled, weight_fn(scaled, mask, alpha), mask, MEAN)
         torch.testing.assert_close(kappa, kappa_scaled, rtol=1e-9, atol=0)
 
 
@@ -156,7 +158,7 @@ def test_sum_is_example_sum_then_batch_mean_not_global_token_mean(seed, batch):
     mask[1, :] = False
     mask[1, 3] = True  # n_1 = 1: lengths differ
     token_nll = torch.where(mask, token_nll.nan_to_num(1.0), token_nll)
-    raw_sum = reconstruction_terms(token_nll, base_nll.nan_to_num(1.0), mask, mode="sum", alpha=0.0, c_base=1.0, epsilon=0.0)["raw"].item()
+    raw_sum = reconstruction_terms(token_nll, base_nll.nan_to_num(1.0), mask, mode=SUM, alpha=0.0, c_base=1.0, epsilon=0.0)["raw"].item()
     values = token_nll[0]
     per_example_sums = [values[i][mask[i]].sum().item() for i in range(batch)]
     global_token_mean = values[mask].sum().item() / mask.sum().item()
@@ -209,7 +211,7 @@ def test_weights_are_uniform_at_alpha_zero():
 def test_padding_values_never_change_the_result():
     clean = random_batch(5, pad_value=0.0)
     dirty = random_batch(5, pad_value=float("nan"))
-    for mode in ("mean", "sum"):
+    for mode in AggregationMode:
         a = reconstruction_terms(*clean, mode=mode, alpha=1.0, c_base=1.0, epsilon=0.1)
         b = reconstruction_terms(*dirty, mode=mode, alpha=1.0, c_base=1.0, epsilon=0.1)
         assert all(a[k].item() == b[k].item() for k in a)
@@ -219,18 +221,31 @@ def test_padding_values_never_change_the_result():
 
 
 @pytest.mark.parametrize("bad", ["Sum", "MEAN", "token", "", None, 1])
-def test_bad_mode_names_the_value_and_allowed_values(bad):
-    token_nll, base_nll, mask = random_batch(0)
+def test_bad_mode_names_the_value_and_allowed_values_where_it_enters(bad):
     with pytest.raises(ValueError, match=r"allowed values: mean, sum") as info:
-        aggregate_tokens(token_nll, mask, bad)
+        parse_aggregation_mode(bad, "mode")
     assert repr(bad) in str(info.value)
-    with pytest.raises(ValueError, match=r"allowed values: mean, sum"):
-        reconstruction_terms(token_nll, base_nll, mask, mode=bad, alpha=0.0, c_base=1.0, epsilon=0.0)
+
+
+@pytest.mark.parametrize("bare", ["mean", "sum", "Sum", None])
+def test_the_losses_take_the_mode_as_the_enum_and_refuse_a_bare_string(bare):
+    """Below the edges a mode is an AggregationMode: even a valid name as a plain string means a caller skipped the
+    parse, and is refused naming the value and the allowed values."""
+    token_nll, base_nll, mask = random_batch(0)
+    for call in (
+        lambda: aggregate_tokens(token_nll[0], mask, bare),
+        lambda: weighted_aggregate_tokens(token_nll[0], torch.ones_like(base_nll), mask, bare),
+        lambda: reference_scale(base_nll, mask, bare),
+        lambda: reconstruction_terms(token_nll, base_nll, mask, mode=bare, alpha=0.0, c_base=1.0, epsilon=0.0),
+    ):
+        with pytest.raises(TypeError, match=r"not an AggregationMode \(mean, sum\)") as info:
+            call()
+        assert repr(bare) in str(info.value)
 
 
 def test_bad_inputs_are_refused():
     token_nll, base_nll, mask = random_batch(0)
-    kwargs = dict(mode="sum", alpha=0.0, c_base=1.0, epsilon=0.0)
+    kwargs = dict(mode=SUM, alpha=0.0, c_base=1.0, epsilon=0.0)
     with pytest.raises(ValueError, match="alpha"):
         reconstruction_terms(token_nll, base_nll, mask, **{**kwargs, "alpha": -0.5})
     with pytest.raises(ValueError, match="c_base"):
@@ -244,7 +259,7 @@ def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="sum to 1"):
         reconstruction_terms(token_nll, base_nll, mask, **kwargs, sample_weights=torch.full(token_nll.shape[:2], 0.5, dtype=torch.float64))
     with pytest.raises(TypeError, match="bool"):
-        aggregate_tokens(token_nll, mask.long(), "mean")
+        aggregate_tokens(token_nll, mask.long(), MEAN)
 
 
 def test_posterior_expectation_is_mean_or_weighted_sum():
@@ -255,7 +270,7 @@ def test_posterior_expectation_is_mean_or_weighted_sum():
 
 
 def test_hybrid_is_the_configured_weighted_sum():
-    terms = reconstruction_terms(*random_batch(1), mode="sum", alpha=1.0, c_base=3.0, epsilon=0.1)
+    terms = reconstruction_terms(*random_batch(1), mode=SUM, alpha=1.0, c_base=3.0, epsilon=0.1)
     combined = hybrid_term(terms, {"tokcc": 0.75, "dist": 0.25})
     assert combined.item() == pytest.approx(0.75 * terms["tokcc"].item() + 0.25 * terms["dist"].item())
     with pytest.raises(ValueError, match="unknown term 'kl'"):
@@ -268,7 +283,7 @@ def test_hybrid_is_the_configured_weighted_sum():
         hybrid_term(terms, {"tokcc": 0.0})
 
 
-@pytest.mark.parametrize("mode", ["mean", "sum"])
+@pytest.mark.parametrize("mode", list(AggregationMode))
 @pytest.mark.parametrize("alpha", [0.0, 1.0, 2.5])
 def test_an_example_whose_zfree_nll_is_exactly_zero_keeps_every_term_finite(mode, alpha):
     """b floored at 1e-12 in kappa and eta, as in the weights: an all-zero example has kappa = eta = 1, not 0/0."""
@@ -286,7 +301,7 @@ def test_one_zero_token_makes_eta_tiny_and_the_logged_minimum_shows_it():
     token_nll, base_nll, mask = random_batch(5)
     first = mask[0].nonzero()[0, 0]
     base_nll[0, first] = 0.0
-    terms = reconstruction_terms(token_nll, base_nll, mask, mode="mean", alpha=1.0, c_base=2.0, epsilon=0.1)
+    terms = reconstruction_terms(token_nll, base_nll, mask, mode=MEAN, alpha=1.0, c_base=2.0, epsilon=0.1)
     assert math.isfinite(terms["tokinv"].item()) and terms["tokinv"].item() > 1e6
     assert terms["eta_min"].item() < 1e-9 and terms["kappa_min"].item() > 0
 
@@ -331,8 +346,8 @@ def test_auxiliary_terms_unchanged_when_the_mode_flips():
         }
         return recon, aux
 
-    recon_mean, aux_mean = objective("mean")
-    recon_sum, aux_sum = objective("sum")
+    recon_mean, aux_mean = objective(MEAN)
+    recon_sum, aux_sum = objective(SUM)
     assert recon_mean["raw"].item() != pytest.approx(recon_sum["raw"].item())
     assert {k: v.item() for k, v in aux_mean.items()} == {k: v.item() for k, v in aux_sum.items()}
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from snakemake.utils import update_config
 
 from experiments.synthetic_sequences.planning.plan import Plan, WorkflowFiles
 from experiments.synthetic_sequences.planning.plan_tables import PLOTS
-from experiments.synthetic_sequences.run_layout import GridError
+from experiments.synthetic_sequences.run_layout import GridError, parse_run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = str(ROOT / "config" / "schema" / "config.schema.yaml")
@@ -29,8 +30,7 @@ def load(tmp_path, *overlays: dict, settings=None) -> Plan:
         path = tmp_path / f"overlay{index}.yaml"
         path.write_text(yaml.safe_dump(overlay))
         files.append(str(path))
-        for key, value in overlay.items():
-            config[key] = {**config[key], **value} if isinstance(value, dict) and isinstance(config.get(key), dict) else value
+        update_config(config, overlay)
     config["results"] = str(tmp_path / "results")
     return Plan.load(config, WorkflowFiles(files, files[1:], settings, SCHEMA, executes=False))
 
@@ -107,3 +107,14 @@ def test_a_beta_axis_draws_take_up_and_learning_curves_one_file_per_main_family_
     pairs = [(family, term) for family in ("discrete", "continuous") for term in ("dist", "tokcc", "hybrid", "raw")]
     split = {f"{plot}_{family}_{term}.png" for plot in ("takeup", "curves") for family, term in pairs}
     assert names == split | {"separation.png", "latent_usage.png", "mean_vs_sum.png", "forest.png"}
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in (ROOT / "config").glob("*.yaml")))
+def test_a_runs_parameters_are_what_its_path_names_in_every_shipped_config(tmp_path, name):
+    """The grid's record takes a run's parameters from its spec, not by parsing the path back: both agree, to the byte
+    of their JSON (the record is named by its content's hash)."""
+    overlay = yaml.safe_load((ROOT / "config" / name).read_text())
+    plan = load(tmp_path, *([] if name == "config.yaml" else [overlay]))
+    assert plan.grid
+    for path, spec in plan.grid.items():
+        assert json.dumps(spec.parameters()) == json.dumps(parse_run_path(path)), path

@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from core.disentanglement.config import parse_aggregation_mode
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
 from experiments.synthetic_sequences.planning.grid import RunSpec
 from experiments.synthetic_sequences.planning.slurm_jobs import runs_of_slurm_job
@@ -41,12 +42,17 @@ CHUNK_RUNTIME = DEFAULT_CONFIG["resources"]["train_run"]["runtime"]  # minutes
 PER_JOB = DEFAULT_CONFIG["seeds_per_job"]
 
 
+def spec_of(run: dict) -> RunSpec:
+    """A run found on the cluster (its parameters as a path or job comment gives them), as the grid's spec."""
+    return RunSpec(model="", beta=0.0, controls="", **{**run, "mode": parse_aggregation_mode(run["mode"])})
+
+
 def chunks_of(runs: list[dict]) -> set[str]:
     """The chunks (training jobs) a Slurm job's runs trained in."""
-    return {RunSpec(model="", beta=0.0, controls="", **run).chunk_path(PER_JOB) for run in runs}
+    return {spec_of(run).chunk_path(PER_JOB) for run in runs}
 
 
-CANCELLED_SPEC = RunSpec(model="", beta=0.0, controls="", **CANCELLED_PARAMS)
+CANCELLED_SPEC = spec_of(CANCELLED_PARAMS)
 
 
 def slurm_jobs() -> list[tuple[int, str, str]]:

@@ -47,6 +47,17 @@ def parse_aggregation_mode(value: object, field_name: str = "reconstruction_loss
     raise ValueError(f"{field_name}: {value!r} is not allowed; allowed values: {', '.join(AGGREGATION_MODES)}")
 
 
+def check_aggregation_mode(value: object, field_name: str = "mode") -> AggregationMode:
+    """`value` itself, an AggregationMode: below the edges (the config, a command line, a path read back) the mode is the
+    enum, parsed once there by parse_aggregation_mode, so a bare string here is a caller that skipped it."""
+    if isinstance(value, AggregationMode):
+        return value
+    raise TypeError(
+        f"{field_name}: {value!r} is a {type(value).__name__}, not an AggregationMode ({', '.join(AGGREGATION_MODES)}); "
+        "parse it where it enters (parse_aggregation_mode)"
+    )
+
+
 def check_alpha(alpha: float, field_name: str = "token_weight_alpha") -> float:
     alpha = float(alpha)
     if not math.isfinite(alpha) or alpha < 0:

@@ -26,53 +26,51 @@ import torch
 
 from core.disentanglement.config import (
     AggregationMode,
+    check_aggregation_mode,
     check_alpha,
     check_hybrid_coefficients,
-    parse_aggregation_mode,
 )
 from core.disentanglement.masking import check_mask, inspectable, supervised_counts, zero_padding
 from core.disentanglement.token_weighting import SURPRISAL_FLOOR, power_weights
 
-Mode = AggregationMode | str
 
-
-def aggregate_tokens(values: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
+def aggregate_tokens(values: torch.Tensor, mask: torch.Tensor, mode: AggregationMode) -> torch.Tensor:
     """A_a(v_i): A_mean = (1/n_i) sum_{t in S_i} v_{i,t}, A_sum = sum_{t in S_i} v_{i,t}.
 
     values [..., B, T] -> [..., B].
     """
-    mode = parse_aggregation_mode(mode, "mode")
+    mode = check_aggregation_mode(mode)
     check_mask(mask, values.shape)
     total = zero_padding(values, mask).sum(dim=-1)
     return total / supervised_counts(mask, values.dtype) if mode is AggregationMode.MEAN else total
 
 
-def weighted_aggregate_tokens(values: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
+def weighted_aggregate_tokens(values: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: AggregationMode) -> torch.Tensor:
     """W_a(v_i; pi_i): W_mean = sum_{t in S_i} pi_{i,t} v_{i,t}, W_sum = n_i * W_mean.
 
     The n_i factor keeps token-weighted terms on the same scale as A_a, so uniform
     weights (alpha = 0) give back A_a exactly. values [..., B, T], weights
     broadcastable to values -> [..., B].
     """
-    mode = parse_aggregation_mode(mode, "mode")
+    mode = check_aggregation_mode(mode)
     check_mask(mask, values.shape)
     weighted = zero_padding(values * weights, mask).sum(dim=-1)
     return weighted if mode is AggregationMode.MEAN else supervised_counts(mask, values.dtype) * weighted
 
 
-def reference_scale(base_nll: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
+def reference_scale(base_nll: torch.Tensor, mask: torch.Tensor, mode: AggregationMode) -> torch.Tensor:
     """c_base^a = E_{i in val}[A_a(b_i)], a 0-d tensor. Call it on validation records only."""
     return aggregate_tokens(base_nll.detach(), mask, mode).mean()
 
 
-def concentration_factor(base_nll: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: Mode) -> torch.Tensor:
+def concentration_factor(base_nll: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor, mode: AggregationMode) -> torch.Tensor:
     """kappa_i^a = W_a(b_i; pi_i) / A_a(b_i) (eta_i^a with rho_i), detached, [B].
 
     The n_i factor appears in numerator and denominator under sum, so the value is
     the same in both modes. b is floored at SURPRISAL_FLOOR, as in the weights, so
     an example whose z-free NLL is exactly 0 on every token gives kappa = 1, not 0/0.
     """
-    mode = parse_aggregation_mode(mode, "mode")
+    mode = check_aggregation_mode(mode)
     check_mask(mask, base_nll.shape, "base_nll")
     floored = base_nll.detach().clamp_min(SURPRISAL_FLOOR)
     return weighted_aggregate_tokens(floored, weights, mask, mode) / aggregate_tokens(floored, mask, mode)
@@ -123,7 +121,7 @@ def reconstruction_terms(
     base_nll: torch.Tensor,
     mask: torch.Tensor,
     *,
-    mode: Mode,
+    mode: AggregationMode,
     alpha: float,
     c_base: float | torch.Tensor,
     epsilon: float,
@@ -140,7 +138,7 @@ def reconstruction_terms(
     base_aggregate_min = min_i A_a(b_i), the smallest ex denominator before epsilon, and the batch's
     smallest and largest kappa_i^a and eta_i^a (kappa_min ... eta_max): 1 at alpha = 0.
     """
-    mode = parse_aggregation_mode(mode, "mode")
+    mode = check_aggregation_mode(mode)
     alpha = check_alpha(alpha, "alpha")
     c_base = _checked_term_inputs(token_nll, base_nll, mask, c_base, epsilon, mode)
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, write_json
-from core.disentanglement.config import AGGREGATION_MODES, AggregationMode, parse_aggregation_mode
+from core.disentanglement.config import AGGREGATION_MODES, AggregationMode, check_aggregation_mode, parse_aggregation_mode
 from core.disentanglement.losses import aggregate_tokens, reference_scale
 from core.disentanglement.scores import read_scores
 
@@ -32,8 +32,8 @@ class ReferenceMismatch(ValueError):
     """A reference artifact that does not belong to the run that asked for it."""
 
 
-def build_reference(scores_path: str | Path, mode: AggregationMode | str) -> dict:
-    mode = parse_aggregation_mode(mode)
+def build_reference(scores_path: str | Path, mode: AggregationMode) -> dict:
+    mode = check_aggregation_mode(mode)
     scores = read_scores(scores_path)
     if scores.split != REFERENCE_SPLIT:
         raise ReferenceMismatch(
@@ -58,13 +58,13 @@ def build_reference(scores_path: str | Path, mode: AggregationMode | str) -> dic
     }
 
 
-def read_reference(path: str | Path, *, mode: AggregationMode | str, scores_path: str | Path) -> dict:
+def read_reference(path: str | Path, *, mode: AggregationMode, scores_path: str | Path) -> dict:
     """The artifact at `path`, checked rather than trusted: c_base^a is recomputed from `scores_path` in `mode`, and the
     artifact's mode, scores sha256, z-free checkpoint sha256 and c_base (relative 1e-9) must agree with the recomputation.
 
     Every refusal is one line naming the file and the field.
     """
-    mode = parse_aggregation_mode(mode)
+    mode = check_aggregation_mode(mode)
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"reference artifact {path} does not exist")
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="output JSON artifact")
     args = parser.parse_args(argv)
     try:
-        reference = build_reference(args.scores, args.mode)
+        reference = build_reference(args.scores, parse_aggregation_mode(args.mode, "--mode"))
     except (ValueError, FileNotFoundError) as err:
         sys.exit(f"error: {err}")
     write_json(reference, args.out)

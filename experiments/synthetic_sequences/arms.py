@@ -33,8 +33,9 @@ BLOCK = "reference"  # a run's reference block
 
 
 def arm_name(mode: str, controls: str) -> str:
-    """A run's arm: its mode in a main family, its control's kind in a control family."""
-    return mode if controls == NO_CONTROL else controls
+    """A run's arm: its mode in a main family (as the plain name the tables write), its control's kind in a control
+    family."""
+    return str(mode) if controls == NO_CONTROL else controls
 
 
 def arm_group(family: str, term: str, alpha: float, controls: str, control_of: Mapping[str, str]) -> tuple[str, str, float]:

@@ -129,7 +129,7 @@ def grid_document(specs: Iterable) -> dict:
     for spec in specs:
         settings = compared_settings(spec.train_config().to_dict())
         settings["run.warm_start"] = spec.warm_start  # the grid wires the checkpoint; the flag is what decides the numbers
-        runs[spec.path] = {**parse_run_path(spec.path), "settings": settings}
+        runs[spec.path] = {**spec.parameters(), "settings": settings}
     return {"runs": runs}
 
 

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.disentanglement.cli import format_pairs, parse_pairs
-from core.disentanglement.config import OPTIMISABLE_TERMS, parse_aggregation_mode
+from core.disentanglement.config import OPTIMISABLE_TERMS, AggregationMode, check_aggregation_mode, parse_aggregation_mode
 from experiments.synthetic_sequences.arms import CONTROL_MODE, NO_CONTROL
 from experiments.synthetic_sequences.run_layout import GridError, chunk_name, chunk_path, run_key, run_path
 from experiments.synthetic_sequences.training.settings import CONTROLS, INPUT_PATHS, SETTING_NAMES, TrainConfig
@@ -82,7 +82,7 @@ class RunSpec:
     reference: int  # the z-free seed of the run's reference block
     model: str
     term: str
-    mode: str
+    mode: AggregationMode  # parsed where the config names it: a bare string is refused
     alpha: float
     seed: int
     beta: float
@@ -91,6 +91,9 @@ class RunSpec:
     beta_axis: bool = False  # trained on a beta axis (`betas:`): its key carries its beta
     settings: Mapping = field(default_factory=dict, hash=False, compare=False)
     hybrid: Mapping = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_aggregation_mode(self.mode, "RunSpec.mode")
 
     @property
     def key_beta(self) -> float | None:
@@ -105,6 +108,13 @@ class RunSpec:
     def path(self) -> str:
         """The run's path under the runs folder (run_layout.RUN_TEMPLATE)."""
         return run_path(self.family, self.reference, self.term, self.mode, self.alpha, self.seed, self.key_beta)
+
+    def parameters(self) -> dict:
+        """What its path names, from the spec itself: run_layout.parse_run_path(self.path) gives the same, but a path
+        is parsed only where one is found on disk."""
+        named = {"family": self.family, "reference": self.reference, "term": self.term, "mode": str(self.mode)}
+        named |= {"alpha": float(self.alpha), "seed": self.seed}
+        return named if self.key_beta is None else {**named, "beta": float(self.key_beta)}
 
     def chunk_path(self, seeds_per_job: int) -> str:
         """The path of the chunk it trains in at `seeds_per_job` under the runs folder (run_layout.CHUNK_TEMPLATE)."""
@@ -216,7 +226,7 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Se
             raise GridError(f"families.{family}.hybrid: runs[{i}] uses term 'hybrid' but the family sets no hybrid coefficients")
         for mode in run["modes"]:
             try:
-                parse_aggregation_mode(mode, f"{where}.modes")
+                parsed = parse_aggregation_mode(mode, f"{where}.modes")
             except ValueError as err:
                 raise GridError(str(err)) from err
             if controls in CONTROL_MODE and mode != CONTROL_MODE[controls]:
@@ -228,7 +238,7 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Se
                     reference=reference,
                     model=spec["model"],
                     term=run["term"],
-                    mode=mode,
+                    mode=parsed,
                     alpha=float(run.get("alpha", 0.0)),
                     seed=int(seed),
                     beta=beta,
