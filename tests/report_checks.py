@@ -41,7 +41,8 @@ def check_report(archive_path, results_folder):
     assert "Shaded band: the equivalence margin" in forest and all(band in forest for band in bands)
     assert "the one that counts" in forest and "naive" in forest
     assert cross_term.startswith("The cross-term table (cross_term.csv)") and "design decision is the column that counts" in cross_term
-    assert takeup.startswith("Take-up over training (takeup.png): one panel row per (family, term, alpha)")
+    assert takeup.startswith("Take-up over training (takeup.png; on a beta axis takeup_<family>_<term>.png, one file per main")
+    assert "one panel row per (family, term, alpha)" in takeup
     assert "1 - Kaplan-Meier" in takeup and f">= {TAKEUP_THRESHOLD:g} nats" in takeup and "marked |" in takeup
     assert "final test I(x;z)" in takeup and "strategy information" in takeup
     # every other table and plot has its kind's caption
