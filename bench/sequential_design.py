@@ -32,11 +32,10 @@ import numpy as np
 
 from experiments.synthetic_sequences.analysis.comparisons.contrasts import MARGINS
 from experiments.synthetic_sequences.analysis.statistics import inference, multiplicity
-from experiments.synthetic_sequences.arms import TOOK_UP
+from experiments.synthetic_sequences.arms import ARMS, TOOK_UP
 from experiments.synthetic_sequences.sequential.decisions import Counts, arms_to_train, look_decisions, planned, tested
 from experiments.synthetic_sequences.sequential.design import EQUIVALENT, OPEN, Design, parse_design
 
-ARMS = ("mean", "sum", "scale", "balance")
 NULLS = {  # the arms' rates per block
     **{f"all at {rate} in every block": dict.fromkeys(ARMS, [rate]) for rate in (0.1, 0.3, 0.5)},
     "all at blocks 0.1 / 0.5 / 0.9": dict.fromkeys(ARMS, [0.1, 0.5, 0.9]),

@@ -20,7 +20,6 @@ ARMS = (*MODE_ARMS, *CONTROL_ARMS)
 # sum - mean is the effect; the control contrasts say how much of it each confound reproduces
 COMPARISONS = (("sum", "mean"), ("scale", "mean"), ("balance", "mean"), ("sum", "scale"), ("sum", "balance"))
 COMPARISON_NAMES = tuple(f"{a}-{b}" for a, b in COMPARISONS)  # the tables' `comparison` column
-EFFECT = COMPARISON_NAMES[0]  # sum-mean
 
 # a term's primary endpoint (planning/endpoints.py: take-up unless its run entry declares onset)
 TAKE_UP, ONSET = "take-up", "onset"

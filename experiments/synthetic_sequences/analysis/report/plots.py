@@ -154,21 +154,22 @@ def make_plots(
     curves are drawn one file per (main family, term) (plan_tables.plot_names)."""
     out_dir = Path(out_dir)
     runs, contrasts, curve_table = pd.read_parquet(runs_path), pd.read_parquet(mean_vs_sum_path), pd.read_parquet(curves_path)
-    terms = sorted(set(main_terms(runs, control_of))) if per_term else None
-    outputs = {name: out_dir / f"{name}.png" for name in plot_names(terms)}
     run_terms, curve_terms = main_terms(runs, control_of), main_terms(curve_table, control_of)
+    terms = sorted(set(run_terms)) if per_term else None
+    outputs = {name: out_dir / f"{name}.png" for name in plot_names(terms)}
     paired = controls_per_beta(control_of, runs)
     runs, curve_table = per_beta(runs), per_beta(curve_table)
     if terms is None:
         takeup(runs, paired, outputs["takeup"])
         curves(curve_table, paired, outputs["curves"])
-    for stale in [out_dir / f"{plot}.png" for plot in TERM_PLOTS] if terms is not None else []:
-        if stale.exists():  # drawn over the whole grid by an earlier version: it would read as this run's
-            print(f"{stale}: removed; on a beta axis it is drawn one file per (main family, term)")
-            stale.unlink()
-    for family, term in terms or []:
-        takeup(rows_of(runs, run_terms, (family, term)), paired, outputs[f"takeup_{family}_{term}"])
-        curves(rows_of(curve_table, curve_terms, (family, term)), paired, outputs[f"curves_{family}_{term}"])
+    else:
+        for stale in (out_dir / f"{plot}.png" for plot in TERM_PLOTS):
+            if stale.exists():  # drawn over the whole grid by an earlier version: it would read as this run's
+                print(f"{stale}: removed; on a beta axis it is drawn one file per (main family, term)")
+                stale.unlink()
+        for family, term in terms:
+            takeup(rows_of(runs, run_terms, (family, term)), paired, outputs[f"takeup_{family}_{term}"])
+            curves(rows_of(curve_table, curve_terms, (family, term)), paired, outputs[f"curves_{family}_{term}"])
     separation = "Strategy separation on the test split (NMI: argmax codes; probe: E_q[z] / q)"
     by_condition(runs, list(view("separation_panels")), outputs["separation"], separation)
     by_condition(runs, list(view("latent_usage_panels")), outputs["latent_usage"], "Latent usage on the test split")
