@@ -7,10 +7,10 @@ run directory (eval.json, metrics.jsonl, run_config.json, model.pt, metadata.jso
 the template for N synthesised run directories keyed like the pipeline's
 (10 term/mode pairs x N/10 seeds, each with its own run_config and eval values
 jittered by its seed, and metrics.jsonl stretched to the pilot's length), and the record of the grid they belong to. Timed
-in-process, with the rules' own CLI entry points: `tables extract` of every run, then one `tables aggregate` over all
-of them, bound to the grid and to the inputs' hashes as the pipeline's is.
-Target: under 10 s at 1,000 runs, linear growth. Also timed: one `tables
-extract` process, which is what Snakemake pays per run (start-up included).
+in-process, with the rules' own CLI entry points: records/metrics_files.py's extraction of every run, then one
+`tables aggregate` over all of them, bound to the grid and to the inputs' hashes as the pipeline's is.
+Target: under 10 s at 1,000 runs, linear growth. Also timed: one extraction process, which is what Snakemake pays
+per run (start-up included).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from bench.common import (
 )
 from core.disentanglement.artifacts import sha256_file
 from experiments.synthetic_sequences.analysis import tables
+from experiments.synthetic_sequences.analysis.records import metrics_files
 from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER, block_input, grid_document, grid_file, write_grid
 from experiments.synthetic_sequences.planning.grid import expand_grid
 from experiments.synthetic_sequences.run_layout import RunLayout, run_directory
@@ -117,7 +118,7 @@ def extract_and_aggregate(run_dirs: list[Path], root: Path, data_summary: str, i
     metric_paths = []
     for run_dir in run_dirs:
         out = root / "metrics" / run_dir.relative_to(root / "runs").with_suffix(".parquet")
-        tables.main(["extract", "--run-dir", str(run_dir), "--out", str(out)])
+        metrics_files.main(["--run-dir", str(run_dir), "--out", str(out)])
         metric_paths.append(str(out))
     extracted = time.perf_counter()
     references = [path for name, path in inputs.items() if "reference_" in name]
@@ -158,10 +159,10 @@ def measure(runs: tuple[int, ...] = (10, 100, 1000)) -> BenchResult:
             figures.append(Figure("tables", f"growth exponent, {runs[0]} to {runs[-1]} runs (1 = linear)", float(growth), "", "<= 1.1"))
         one_run = run_dirs[0]
         process_s, _ = wall_time(
-            [sys.executable, "-m", "experiments.synthetic_sequences.analysis.tables", "extract"]
+            [sys.executable, "-m", "experiments.synthetic_sequences.analysis.records.metrics_files"]
             + ["--run-dir", str(one_run), "--out", str(tmp / "one.parquet")]
         )
-        figures.append(Figure("tables", "one `tables extract` process (Snakemake's cost per run)", process_s, "s"))
+        figures.append(Figure("tables", "one extraction process (Snakemake's cost per run)", process_s, "s"))
     return BenchResult(command, figures, curves={"tables: extract + aggregate": curve}, seconds=time.perf_counter() - started)
 
 

@@ -27,12 +27,14 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from test_plan import load, load_files
 from test_workflow import ROOT, SNAKEMAKE, snakemake
 
 from core.disentanglement.artifacts import sha256_json
 from experiments.synthetic_sequences.analysis.records.metrics_files import write_metrics
 from experiments.synthetic_sequences.planning.results_lock import identity
 from experiments.synthetic_sequences.run_layout import GridError, metrics_path
+from experiments.synthetic_sequences.sequential.design import DesignError
 from experiments.synthetic_sequences.sequential.stage import check_design_packing
 
 SETTINGS = {"steps": 10, "eval_every": 5, "eval_prompts_per_code": 2}
@@ -302,18 +304,18 @@ def test_a_bad_list_from_the_command_line_is_refused_in_one_line(two_looks, over
     ],
 )
 def test_a_bad_list_in_a_config_file_is_refused_in_one_line(tmp_path, key, value, message):
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({key: value}))
-    refused = snakemake("-n", "--configfile", str(path), "--config", f"results={tmp_path / 'results'}")
-    assert refused.returncode != 0 and message in lines(refused)
-    assert "is not valid under any of the given schemas" not in lines(refused)
+    with pytest.raises(ValueError) as refused:  # the message is the check
+        load(tmp_path, {key: value})
+    assert message in str(refused.value)
+    assert "is not valid under any of the given schemas" not in str(refused.value)
 
 
 def test_a_look_that_can_decide_nothing_is_refused_before_any_job(tmp_path):
     path = design_config(tmp_path, [2, 1000], "obrien-fleming", 1)
-    refused = snakemake("-n", "--configfile", str(path), "--config", f"results={tmp_path / 'results'}")
-    assert refused.returncode != 0
-    assert "design.looks[0]: look 1 spends alpha" in lines(refused) and "it would train its runs and decide nothing" in lines(refused)
+    with pytest.raises(DesignError) as refused:
+        load_files(tmp_path, [str(path)])
+    assert "design.looks[0]: look 1 spends alpha" in str(refused.value)
+    assert "it would train its runs and decide nothing" in str(refused.value)
     assert not (tmp_path / "results").exists()
 
 

@@ -33,6 +33,7 @@ from experiments.synthetic_sequences.analysis.records.metrics_files import (
     run_metrics,
     write_metrics,
 )
+from experiments.synthetic_sequences.analysis.records.metrics_files import main as extract_main
 from experiments.synthetic_sequences.analysis.tables import main as tables_main
 from experiments.synthetic_sequences.run_layout import RESUME, RUN_OUTPUTS, metrics_path
 from experiments.synthetic_sequences.training.run_state import MetricsLog, load_resume, save_resume
@@ -307,7 +308,7 @@ def test_extraction_refuses_a_directory_mixing_two_runs(finished_run, tmp_path):
     config = json.loads((mixed / "run_config.json").read_text())
     (mixed / "run_config.json").write_text(json.dumps({**config, "beta": 0.5}))  # another run's run_config.json
     with pytest.raises(SystemExit, match=r"run_config.json: sha256 differs from metadata.json's outputs_sha256"):
-        tables_main(["extract", "--run-dir", str(mixed), "--out", str(tmp_path / "m.parquet")])
+        extract_main(["--run-dir", str(mixed), "--out", str(tmp_path / "m.parquet")])
     assert not (tmp_path / "m.parquet").exists()
 
 
@@ -332,7 +333,7 @@ def test_extraction_refuses_a_run_config_of_the_older_flat_layout(finished_run, 
     metadata["outputs_sha256"]["run_config.json"] = sha256_file(old / "run_config.json")  # consistent, so only the layout is wrong
     (old / "metadata.json").write_text(json.dumps(metadata))
     with pytest.raises(SystemExit, match=r"lacks the settings group\(s\) reconstruction, model, run: it was written by an older trainer"):
-        tables_main(["extract", "--run-dir", str(old), "--out", str(tmp_path / "m.parquet")])
+        extract_main(["--run-dir", str(old), "--out", str(tmp_path / "m.parquet")])
     assert not (tmp_path / "m.parquet").exists()
 
 
@@ -351,7 +352,7 @@ def rewrite(run: Path, name: str, text: str) -> None:
 
 
 def extract(run: Path, out: Path) -> None:
-    tables_main(["extract", "--run-dir", str(run), "--out", str(out)])
+    extract_main(["--run-dir", str(run), "--out", str(out)])
 
 
 @pytest.mark.parametrize("finished", ["missing", False, None, ""])
@@ -460,7 +461,7 @@ def test_the_same_training_gives_byte_identical_checkpoints(io_flags, data_dir, 
 
 
 def test_aggregation_names_the_file_whose_json_is_broken(finished_run, references, tmp_path):
-    tables_main(["extract", "--run-dir", str(finished_run), "--out", str(tmp_path / "m.parquet")])
+    extract_main(["--run-dir", str(finished_run), "--out", str(tmp_path / "m.parquet")])
     (tmp_path / "summary.json").write_text('{"train": ')
     (tmp_path / "grid.json").write_text('{"runs": ')
     aggregate = ["aggregate", "--metrics", str(tmp_path / "m.parquet"), "--data-summary", str(tmp_path / "summary.json")]
@@ -534,11 +535,11 @@ def test_a_hand_edited_metrics_file_is_refused_with_the_command_that_re_extracts
         check_extracted(read_metrics([metrics])[1], results)
     assert str(refused.value).startswith(
         f"{metrics} is not what extracting its run {run} gives today (value of took_up (run): {1 - took_up!r} in the file, "
-        f"{took_up!r} from the run); re-extract it: python -m experiments.synthetic_sequences.analysis.tables extract"
+        f"{took_up!r} from the run); re-extract it: python -m experiments.synthetic_sequences.analysis.records.metrics_files"
     )
     command = shlex.split(str(refused.value).split("re-extract it: ")[1])
-    assert command[:3] == ["python", "-m", "experiments.synthetic_sequences.analysis.tables"]
-    tables_main(command[3:])  # the advice, followed
+    assert command[:3] == ["python", "-m", "experiments.synthetic_sequences.analysis.records.metrics_files"]
+    extract_main(command[3:])  # the advice, followed
     check_extracted(read_metrics([metrics])[1], results)
 
 

@@ -22,16 +22,47 @@ class Wildcards(dict):
     __getattr__ = dict.__getitem__
 
 
-def load(tmp_path, *overlays: dict, settings=None) -> Plan:
-    """The plan of config/config.yaml with `overlays` merged over it as snakemake merges config files."""
+def overridden(overrides: dict) -> dict:
+    """config/config.yaml with values replaced at (key, key, ..., index) paths."""
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    files = [str(ROOT / "config" / "config.yaml")]
+    for path, value in overrides.items():
+        target = config
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return config
+
+
+def design_block(*looks, maximum=20):
+    """A sequential design block of looks (references, seeds)."""
+    return {
+        "kind": "sequential",
+        "looks": [{"references": r, "seeds": s} for r, s in looks],
+        "alpha_spending": "obrien-fleming",
+        "max_runs_per_arm": maximum,
+    }
+
+
+def load(tmp_path, *overlays: dict, settings=None, results="results") -> Plan:
+    """The plan of config/config.yaml with `overlays` merged over it as snakemake merges config files, its results
+    folder under tmp_path (results=None: the overlays' own)."""
+    paths = []
     for index, overlay in enumerate(overlays):
         path = tmp_path / f"overlay{index}.yaml"
         path.write_text(yaml.safe_dump(overlay))
-        files.append(str(path))
-        update_config(config, overlay)
-    config["results"] = str(tmp_path / "results")
+        paths.append(str(path))
+    return load_files(tmp_path, paths, settings, results)
+
+
+def load_files(tmp_path, paths: list[str], settings=None, results="results") -> Plan:
+    """The plan of config/config.yaml and the config files `paths` after it, as `snakemake --configfile PATHS` loads
+    them (the Snakefile's own config file first)."""
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    files = [str(ROOT / "config" / "config.yaml"), *paths]
+    for path in paths:
+        update_config(config, yaml.safe_load(Path(path).read_text()))
+    if results is not None:
+        config["results"] = str(tmp_path / results)
     return Plan.load(config, WorkflowFiles(files, files[1:], settings, SCHEMA, executes=False))
 
 
@@ -118,3 +149,110 @@ def test_a_runs_parameters_are_what_its_path_names_in_every_shipped_config(tmp_p
     assert plan.grid
     for path, spec in plan.grid.items():
         assert json.dumps(spec.parameters()) == json.dumps(parse_run_path(path)), path
+
+
+RUN0 = ("families", "discrete", "runs", 0)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({(*RUN0, "modes"): ["Sum"]}, "'Sum' is not one of ['mean', 'sum']"),
+        ({(*RUN0, "term"): "kl"}, "'kl' is not one of ['raw', 'dist', 'ex', 'tok', 'tokcc', 'tokinv', 'hybrid']"),
+        ({(*RUN0, "alpha"): -1}, "-1 is less than the minimum of 0"),
+        ({(*RUN0, "alpha"): 1}, "families.discrete: token_weight_alpha: 1.0 has no effect on term 'raw'"),
+        ({("families", "discrete", "seeds"): []}, "families.discrete.seeds: at least one seed is needed"),
+        (
+            {("families", "discrete", "runs"): [{"term": "raw", "modes": ["mean", "sum"]}, {"term": "raw", "modes": ["sum"]}]},
+            "duplicate run key discrete/ref0/raw_sum_0/seed0",
+        ),
+        ({("reference", "source"): "zfreee"}, "'zfreee' is not one of ['zfree', 'entangled']"),
+        ({("data", "length_overlap"): 1.5}, "1.5 is greater than the maximum of 1"),
+        ({("families", "discrete", "beta"): 1e308}, "1e+308 is greater than the maximum of 1000"),  # inf once balance multiplies it
+        ({("zfree", "steps"): 0}, "0 is less than the minimum of 1"),
+        ({("data", "min_size"): 6}, "data.min_size (6) must be <= data.max_size (3)"),
+        ({("data", "tasks"): ["add", "multiply"]}, "'multiply' is not one of ['add', 'sort', 'count']"),
+        ({("families", "discrete", "warm_start"): "yes"}, "'yes' is not of type 'boolean'"),
+        # the trainer's own settings check, at parse time: no value becomes extra flags, no job fails on a type
+        ({("families", "discrete", "settings", "device"): "cpu --seed 5 --steps 3"}, "device: 'cpu --seed 5 --steps 3' is not allowed"),
+        ({("families", "discrete", "settings", "steps"): 10.7}, "steps: 10.7 is not allowed; it must be an integer"),
+        ({("families", "discrete", "settings", "weight_decay"): -1}, "weight_decay: -1 is not allowed; it must be >= 0"),
+        ({("families", "discrete", "settings", "device"): "tpu"}, "allowed values: cpu, auto, cuda, cuda:N, mps"),
+        # checked before data generation and z-free training, naming the field
+        ({("seeds",): [2**20]}, "seeds: 1048576 in [1048576] is outside 0..1048575"),
+        ({("families", "discrete", "settings", "n_head"): 3}, "families.discrete: n_head: 3 does not divide d_model 64"),
+        ({("zfree", "n_head"): 3}, "zfree.n_head: 3 does not divide d_model 64"),
+        ({("families", "discrete-scale", "beta"): 0.5}, "families.discrete-scale: a scale control must equal its main family discrete"),
+        ({("reference", "checkpoint"): "old/run.pt"}, "reference.checkpoint is read only with source: entangled"),
+        ({("families", "f" * 65): {"model": "shared_discrete", "runs": [{"term": "raw", "modes": ["mean"]}]}}, "family names are 1-64"),
+        # counts are true integers: JSON Schema alone takes 2.0
+        ({("seeds",): 2.0}, "seeds = 2.0: a count must be a whole number"),
+        ({("seeds_per_job",): 2.0}, "seeds_per_job = 2.0: a count must be a whole number"),
+        (
+            {("families", "discrete", "settings", "batch_size"): 5000},
+            "families.discrete.settings.batch_size: 5000 is more than data.n_train (4000)",
+        ),
+        ({("zfree", "batch_size"): 5000}, "zfree.batch_size: 5000 is more than data.n_train (4000) records"),
+        ({("zfree", "seed"): 1}, "zfree.seed: no longer read; the z-free seeds are the top-level `references:`"),
+        ({("references",): [2, 2]}, "references: [2, 2] repeats 2; each z-free seed may appear once"),
+        (
+            {("reference", "source"): "entangled", ("reference", "checkpoint"): "old/run.pt", ("references",): 2},
+            "but source: entangled has one checkpoint, so one block; set references: 1",
+        ),
+        # a sequential design that cannot run, refused before any job
+        ({("design",): design_block((5, 2), (5, 2))}, "design.looks[1]: 5 references x 2 seeds does not grow from look 1's 5 x 2"),
+        ({("design",): design_block((1, 1), (1, 2), (1, 3), maximum=2)}, "design.looks: 3 looks, but max_runs_per_arm 2 allows at most 2"),
+        ({("design",): design_block((5, 2), (5, 6))}, "design.looks[1]: 30 runs per arm is more than max_runs_per_arm 20"),
+        ({("design",): design_block((5, 2), (5, 4))}, "set references: 5 and seeds: 4, the most an arm trains"),
+        ({("design",): {**design_block((5, 2), (5, 4)), "alpha_spending": "linear"}}, "'linear' is not one of ['obrien-fleming'"),
+        # a declared primary endpoint: only onset besides take-up, not in a control family, not under a design
+        ({("families", "discrete", "runs", 0, "primary"): "magnitude"}, "'magnitude' is not one of ['take-up', 'onset']"),
+        (
+            {("families", "discrete-scale", "runs", 0, "primary"): "onset"},
+            "families.discrete-scale.runs[0].primary: a control family follows its main family's primary endpoint",
+        ),
+        (
+            {
+                ("families", "discrete", "runs", 0, "primary"): "onset",
+                ("design",): design_block((5, 2), (5, 4)),
+                ("references",): 5,
+                ("seeds",): 4,
+                ("seeds_per_job",): 2,
+            },
+            "families.discrete: raw alpha=0 declares primary: onset, but a sequential design steers on take-up only",
+        ),
+    ],
+)
+def test_a_bad_config_is_refused_naming_the_field(tmp_path, override, message):
+    with pytest.raises(Exception) as refused:  # the message names the field; the class is the checker's
+        load(tmp_path, overridden(override))
+    assert message in str(refused.value)
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(("results", "message"), [("", "'' should be non-empty"), ("  ", "'  ' does not match")])
+def test_an_empty_results_folder_is_refused(tmp_path, results, message):
+    with pytest.raises(Exception) as refused:
+        load(tmp_path, {"results": results}, results=None)
+    assert message in str(refused.value) and "instance['results']" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("results", "message"),
+    [("/", "is the filesystem root"), ("~/x", "starts with '~'"), ("res{x}", "holds '{' or '}'")],
+)
+def test_a_results_folder_the_workflow_cannot_own_is_refused(tmp_path, results, message):
+    with pytest.raises(Exception) as refused:
+        load(tmp_path, {"results": results}, results=None)
+    assert f"results: {results!r} {message}" in str(refused.value)
+    assert not (ROOT / "~").exists()
+
+
+def test_a_key_written_twice_in_a_config_file_is_refused_naming_it_and_its_lines(tmp_path):
+    text = (ROOT / "config" / "config.yaml").read_text()
+    repeated = text + "\nzfree:\n  steps: 10\n"  # a second top-level zfree block: YAML would keep it silently
+    (tmp_path / "config.yaml").write_text(repeated)
+    line = next(i for i, entry in enumerate(text.splitlines(), 1) if entry.startswith("zfree:"))
+    with pytest.raises(Exception) as refused:
+        load_files(tmp_path, [str(tmp_path / "config.yaml")])
+    assert f"key 'zfree' is written twice in one mapping (lines {line} and {len(text.splitlines()) + 2})" in str(refused.value)

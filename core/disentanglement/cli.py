@@ -8,6 +8,8 @@ so a leaf's name (or its metadata `flag`) must be unique across the tree; `flat_
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, Field, field, fields
 
@@ -128,3 +130,15 @@ def flat_values(settings) -> dict:
         else:
             values[flag_name(f)] = value
     return values
+
+
+@contextlib.contextmanager
+def refusals_exit(*refusals: type[Exception]) -> Iterator[None]:
+    """A command's refusal as one line and exit status 1, no traceback: a file that cannot be read or written (its
+    name and the reason), or a ValueError (and any of `refusals`) in its own words."""
+    try:
+        yield
+    except OSError as err:
+        sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
+    except (ValueError, *refusals) as err:
+        sys.exit(f"error: {err}")

@@ -1,13 +1,8 @@
-"""Per-run metric extraction and the aggregate tables of the ablation.
+"""The aggregate tables of the ablation, from every run's metrics file (records/metrics_files.py extracts them).
 
-    python -m experiments.synthetic_sequences.analysis.tables extract --run-dir RUN --out METRICS.parquet
     python -m experiments.synthetic_sequences.analysis.tables aggregate --metrics M1.parquet ... \\
         --data-summary results/data/summary.json --references results/reference/*.json --out-dir results/tables
 
-extract writes one tidy (long) table per run: its parameters, then one row per
-(metric, scope, step): test-split metrics (step empty), per-run diagnostics
-(scope `run`: token counts, base-loss minima, kappa/eta extremes, convergence)
-and the validation learning curves (scope `curve`, one row per evaluation step).
 aggregate writes, as parquet + CSV (+ Markdown for the small ones):
   runs          one row per run: test metrics, the take-up event, diagnostics and the `converged` flag as columns
   aggregate     mean and sd over seeds per family, term, mode and alpha
@@ -34,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from core.disentanglement.artifacts import atomic_path
+from core.disentanglement.cli import refusals_exit
 from experiments.synthetic_sequences.analysis.comparisons.beta_axis import controls_per_beta, has_axis, keyed_per_beta, per_beta
 from experiments.synthetic_sequences.analysis.comparisons.confounds import confound_table, length_separation
 from experiments.synthetic_sequences.analysis.comparisons.contrasts import contrast_table
@@ -43,9 +39,7 @@ from experiments.synthetic_sequences.analysis.records.metrics_files import (
     check_extracted,
     hybrid_mixes,
     read_metrics,
-    run_metrics,
     runs_table,
-    write_metrics,
 )
 from experiments.synthetic_sequences.analysis.records.run_files import read_json
 from experiments.synthetic_sequences.analysis.report.cross_term import cross_term_table, planned_contrasts
@@ -208,9 +202,6 @@ def aggregate(
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    extract = commands.add_parser("extract", help="one run's tidy metrics table")
-    extract.add_argument("--run-dir", required=True)
-    extract.add_argument("--out", required=True)
     combine = commands.add_parser("aggregate", help="the aggregate tables from many runs' metrics")
     combine.add_argument("--metrics", nargs="+", required=True)
     combine.add_argument(
@@ -237,23 +228,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     add_pilot_flags(combine)
     args = parser.parse_args(argv)
-    try:
-        if args.command == "extract":
-            write_metrics(run_metrics(args.run_dir), args.out)
-        else:
-            control_of = parse_control_of(args.control_of)
-            pilot = PilotCommand.of_flags(args)
-            binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
-            looks = read_looks(args.looks, control_of, pilot)
-            primary = parse_primary(args.primary)
-            summaries = parse_data_summaries(args.data_summary)
-            tables = aggregate(args.metrics, summaries, args.references, args.out_dir, control_of, binding, looks, primary, pilot)
-            keep_grid_record(binding.grid, args.grid_copy or Path(args.out_dir) / tables_grid_file(args.grid))
-            print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
-    except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
-        sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
-    except ValueError as err:
-        sys.exit(f"error: {err}")
+    with refusals_exit():
+        control_of = parse_control_of(args.control_of)
+        pilot = PilotCommand.of_flags(args)
+        binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
+        looks = read_looks(args.looks, control_of, pilot)
+        primary = parse_primary(args.primary)
+        summaries = parse_data_summaries(args.data_summary)
+        tables = aggregate(args.metrics, summaries, args.references, args.out_dir, control_of, binding, looks, primary, pilot)
+        keep_grid_record(binding.grid, args.grid_copy or Path(args.out_dir) / tables_grid_file(args.grid))
+        print(f"aggregated {len(tables['runs'])} runs into {args.out_dir}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
+from core.disentanglement.cli import refusals_exit
 from experiments.synthetic_sequences.analysis.records.metrics_files import check_extracted, read_metrics, runs_table
 from experiments.synthetic_sequences.planning.bindings import BindingError
 from experiments.synthetic_sequences.planning.grid import parse_control_of
@@ -55,7 +56,6 @@ def recompute_advice(path: str | Path, pilot: PilotCommand) -> str:
     number = look_number(path) or 0
     later = sorted((other for other in path.parent.glob("*.json") if (look_number(other) or 0) > number), key=look_number)
     return f"recompute it from the runs on disk: rm {shlex.join(map(str, [path, *later]))}; then {pilot.command()}"
-
 
 
 GROUP_SCHEMA = {  # sequential.look_groups' entries
@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", required=True)
     add_pilot_flags(parser)
     args = parser.parse_args(argv)
-    try:
+    with refusals_exit():
         design = parse_design(json.loads(args.design))
         if design is None or not 1 <= args.look <= len(design.looks):
             raise DesignError(f"--look {args.look}: the design has looks 1..{len(design.looks) if design else 0}")
@@ -281,10 +281,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         groups = look_groups(runs_table(metrics), control_of, design, args.look, previous)
         runs_read = {held[0]["run"]: sha256_file(path) for path, held in records.items()}
         write_json(look_document(args.look, design, groups, runs_read, previous, designs_before), Path(args.out))
-    except OSError as err:
-        sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
-    except ValueError as err:
-        sys.exit(f"error: {err}")
     for group in groups:
         decided = ", ".join(f"{name} {d['decision']}" for name, d in group["decisions"].items())
         print(f"look {args.look}, {group['family']} {group['term']} alpha={group['alpha']:g}: {decided}", file=sys.stderr)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from core.disentanglement.cli import add_settings_flags
+from core.disentanglement.cli import add_settings_flags, refusals_exit
 from core.disentanglement.training import NonFiniteLoss
 from experiments.synthetic_sequences.training.cvae_run import CHUNK_TRAINING, train
 from experiments.synthetic_sequences.training.settings import TrainConfig
@@ -101,12 +101,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     configs, threads, manifest, chunk_training = parse_config(argv)
     if threads:
         torch.set_num_threads(threads)
-    try:
+    with refusals_exit(NonFiniteLoss):  # RunDirectoryBusy is a ValueError; SeedsStopped a NonFiniteLoss
         evaluations = train(configs, manifest, chunk_training)
-    except OSError as err:  # a file that cannot be read or written: its name and the reason, no traceback
-        sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
-    except (ValueError, NonFiniteLoss) as err:  # RunDirectoryBusy is a ValueError; SeedsStopped a NonFiniteLoss
-        sys.exit(f"error: {err}")
     for seed, evaluation in evaluations.items():
         report(seed, evaluation)
 

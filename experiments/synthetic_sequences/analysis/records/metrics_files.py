@@ -1,9 +1,18 @@
 """A run's metrics file, its one home: extracted from the run's own files (run_metrics), written with the run's record in
 its metadata, read back many at a time, checked against its run (check_extracted: what extracting the run gives
-today), and the runs table (one row per run) that the looks and the tables count from."""
+today), and the runs table (one row per run) that the looks and the tables count from.
+
+    python -m experiments.synthetic_sequences.analysis.records.metrics_files --run-dir RUN --out METRICS.parquet
+
+writes one run's tidy (long) table: its parameters, then one row per (metric, scope, step): test-split metrics (step
+empty), per-run diagnostics (scope `run`: token counts, base-loss minima, kappa/eta extremes, convergence) and the
+validation learning curves (scope `curve`, one row per evaluation step). Snakemake runs it once per run, so it
+imports pandas and pyarrow, not the statistics or the figures.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import shlex
@@ -16,6 +25,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from core.disentanglement.artifacts import atomic_path
+from core.disentanglement.cli import refusals_exit
 from experiments.synthetic_sequences.analysis.records.curves import convergence
 from experiments.synthetic_sequences.analysis.records.run_files import (
     check_evaluation,
@@ -53,13 +63,14 @@ RUN_RECORD_SCHEMA = {  # bindings.run_record's fields, as a metrics file carries
         "inputs_sha256": {"type": "object", "additionalProperties": SHA256},
     },
 }
+
+
 def reextract_advice(pilot: PilotCommand) -> str:
     """How to re-extract every run's metrics file without retraining: this pilot's command, extraction forced."""
     return f"re-extract without retraining: {pilot.command(targets=['tables'], flags=['--forcerun', 'extract_metrics'])}"
 
 
-
-EXTRACT = "python -m experiments.synthetic_sequences.analysis.tables extract --run-dir {run_dir} --out {out}"
+EXTRACT = "python -m experiments.synthetic_sequences.analysis.records.metrics_files --run-dir {run_dir} --out {out}"
 RUN_COLUMNS = [
     "family",
     "reference",
@@ -259,3 +270,16 @@ def check_endpoints_finite(metrics: pd.DataFrame) -> None:
                 path = run_path(**dict(zip(RUN_FIELDS, fields, strict=True)), beta=float(key_beta) if key_beta else None)
                 held = f"is {value}" if present.at[run, name] else "is missing"
                 raise ValueError(f"run {path}: its {name} {held}, not a finite number; no contrast may leave it out unsaid")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run-dir", required=True, help="a finished run's directory")
+    parser.add_argument("--out", required=True, help="its metrics file (parquet)")
+    args = parser.parse_args(argv)
+    with refusals_exit():
+        write_metrics(run_metrics(args.run_dir), args.out)
+
+
+if __name__ == "__main__":
+    main()

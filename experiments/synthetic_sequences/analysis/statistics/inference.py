@@ -9,8 +9,8 @@ Every test is scipy's or statsmodels'; this module only fixes the choices and th
   continuous, by seed      paired t interval; exact paired sign-flip p (all 2^n sign patterns up to n = 16,
                            Monte Carlo beyond) for the endpoints, the paired t p for the secondary readings; TOST
                            equivalence p within +-margin
-scipy and statsmodels are imported inside the functions: every per-run `tables extract` job imports this module's
-callers, and scipy.stats alone would add half a second to each.
+scipy and statsmodels are imported inside the functions that use them: a look's job (sequential/look_files.py) imports
+this module, and scipy.stats alone would add half a second to it.
 """
 
 from __future__ import annotations
