@@ -31,14 +31,12 @@ rule train_run:
         # the members' summed runtime; one local-scoped slot per job makes snakemake size it that way.
         train_slots=1,
     params:
-        seeds=PLAN.chunk_flags,
-        settings=PLAN.family_settings,
+        # the run key's term, mode and alpha, the family's settings, the seeds and their folders: the plan's one flag set
+        flags=PLAN.chunk_flags,
         chunk_training=PLAN.chunk_training(),
     shell:
         "python -m experiments.synthetic_sequences.training.train_disentangled --threads {threads} "
         "--chunk-training {params.chunk_training} "
         "--train-records {input.train:q} --val-records {input.val:q} --test-records {input.test:q} "
         "--train-scores {input.train_scores:q} --val-scores {input.val_scores:q} --reference {input.reference:q} "
-        "--reconstruction-loss-token-aggregation-mode {wildcards.mode:q} --reconstruction-term {wildcards.term:q} "
-        "--token-weight-alpha {wildcards.alpha:q} {params.seeds} --chunk-manifest {output:q} "
-        "--settings {params.settings} > {log:q} 2>&1"
+        "{params.flags} --chunk-manifest {output:q} > {log:q} 2>&1"

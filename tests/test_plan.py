@@ -72,10 +72,16 @@ def test_the_default_pilot_plans_its_grid_chunks_and_inputs(tmp_path):
     results = plan.config["results"]
     chunk = Wildcards(family="discrete", reference="3", term="raw", mode="sum", alpha="0", at_beta="", chunk="0-3")
     flags = shlex.split(plan.chunk_flags(chunk))
-    assert flags[:3] == ["--seed", str(3 * 2**20), str(3 * 2**20 + 1)]  # grid.training_seed: block 3's seeds 0 and 1
-    assert flags[3:] == ["--run-dir", f"{results}/runs/discrete/ref3/raw_sum_0/seed0", f"{results}/runs/discrete/ref3/raw_sum_0/seed1"]
-    settings = json.loads(shlex.split(plan.family_settings(chunk))[0])
-    assert settings["zfree_seed"] == 3 and settings["init_decoder"] == f"{results}/zfree/ref3/model.pt"
+    seeds, folders = flags.index("--seed"), flags.index("--run-dir")
+    assert flags[seeds:folders] == ["--seed", str(3 * 2**20), str(3 * 2**20 + 1)]  # grid.training_seed: block 3's seeds 0 and 1
+    assert flags[folders:] == [
+        "--run-dir",
+        f"{results}/runs/discrete/ref3/raw_sum_0/seed0",
+        f"{results}/runs/discrete/ref3/raw_sum_0/seed1",
+    ]
+    settings = dict(zip(flags[:seeds:2], flags[1:seeds:2], strict=True))  # every setting before them is one --flag value
+    assert settings["--reconstruction-loss-token-aggregation-mode"] == "sum" and settings["--reconstruction-term"] == "raw"
+    assert settings["--zfree-seed"] == "3" and settings["--init-decoder"] == f"{results}/zfree/ref3/model.pt"
     run = Wildcards(family="discrete", reference="3", term="raw", mode="sum", alpha="0", at_beta="", seed="1")
     assert plan.run_chunk(run) == f"{results}/runs/discrete/ref3/raw_sum_0/seeds0-3.json"
     inputs = plan.current_inputs()

@@ -1,5 +1,6 @@
 import json
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -8,15 +9,18 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import torch
+import yaml
+from test_plan import Wildcards, load
 
 from bench.step import train_step
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
+from core.disentanglement.cli import flat_values
 from core.disentanglement.config import ReconstructionConfig
 from core.disentanglement.decoder import Decoder, DecoderConfig, warm_start
 from core.disentanglement.records import read_records
 from core.disentanglement.scores import read_scores
 from core.disentanglement.training import NonFiniteLoss
-from experiments.synthetic_sequences.run_layout import RESUME, RUN_OUTPUTS
+from experiments.synthetic_sequences.run_layout import RESUME, RUN_OUTPUTS, at_beta, format_alpha, run_directory
 from experiments.synthetic_sequences.training.model_setup import build_model, parameter_groups
 from experiments.synthetic_sequences.training.train_disentangled import main, parse_config
 from experiments.synthetic_sequences.training.train_step import Objective, objective
@@ -197,12 +201,8 @@ def test_trainer_refuses_train_scores_given_as_val_scores(io_flags, scored, tmp_
         (["--auxiliary-weights", "posterior_variance=1"], "'posterior_variance' is not a term of model 'shared_discrete'"),
         (["--reconstruction-term", "hybrid", "--hybrid-coefficients", "kl=1"], "unknown term 'kl'"),
         (["--length-groups", "0"], "length_groups: 0 is not allowed"),
-        (["--settings", '{"beta": 0.2}', "--beta", "0.3"], "beta: given both as a flag and in --settings"),
-        (["--settings", '{"seed": 3}'], "seed: not in --settings; give the seeds and their folders as --seed and --run-dir"),
-        (["--settings", "[1, 2]"], "is not a JSON object"),
-        (["--settings", "{beta: 1}"], "not valid JSON"),
-        (["--settings", '{"steps": 10.5}'], "steps: 10.5 is not allowed; it must be an integer"),
-        (["--settings", '{"stpes": 10}'], "stpes: not a trainer setting"),
+        (["--steps", "10.5"], "--steps: invalid int value: '10.5'"),
+        (["--stpes", "10"], "unrecognized arguments: --stpes 10"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_field(io_flags, tmp_path, capsys, flags, message):
@@ -212,17 +212,24 @@ def test_bad_settings_are_refused_naming_the_field(io_flags, tmp_path, capsys, f
     assert not (tmp_path / "run").exists()
 
 
-AS_JSON = {"beta": 0.2, "steps": 30, "reconstruction_term": "hybrid", "hybrid_coefficients": {"dist": 0.5}, "controls": "scale"}
-AS_FLAGS = ["--beta", "0.2", "--steps", "30", "--reconstruction-term", "hybrid", "--hybrid-coefficients", "dist=0.5", "--controls", "scale"]
-
-
-def test_settings_as_one_json_object_give_the_config_the_flags_give():
-    paths = ["--train-records", "t", "--val-records", "v", "--test-records", "x", "--train-scores", "a", "--val-scores", "b"]
-    paths += ["--reference", "r", "--run-dir", "d"]
-    from_json, *_ = parse_config([*paths, "--settings", json.dumps(AS_JSON)])
-    from_flags, *_ = parse_config([*paths, *AS_FLAGS])
-    assert from_json == from_flags
-    assert from_json[0].objective.beta == 0.2 and from_json[0].optim.steps == 30
+@pytest.mark.parametrize("name", sorted(path.name for path in (ROOT / "config").glob("*.yaml")))
+def test_the_flags_the_plan_gives_a_chunk_make_each_of_its_runs_its_own_config(tmp_path, name):
+    """Every chunk of every shipped config: the trainer reads from the plan's one flag set what the grid validated,
+    run by run, to the byte of each setting's JSON (the run's config is written as JSON and hashed)."""
+    plan = load(tmp_path, *([] if name == "config.yaml" else [yaml.safe_load((ROOT / "config" / name).read_text())]))
+    files = {"train_records": "t", "val_records": "v", "test_records": "x", "train_scores": "a", "val_scores": "b", "reference": "r"}
+    paths = [part for setting, path in files.items() for part in (f"--{setting.replace('_', '-')}", path)]
+    for runs in plan.chunks.values():
+        spec = runs[0]
+        chunk = runs[0].chunk_path(plan.seeds_per_job()).rsplit("/seeds", 1)[1]
+        key = {"term": spec.term, "mode": str(spec.mode), "alpha": format_alpha(spec.alpha), "at_beta": at_beta(spec.key_beta)}
+        wildcards = Wildcards(family=spec.family, reference=str(spec.reference), chunk=chunk, **key)
+        configs, *_ = parse_config([*paths, *shlex.split(plan.chunk_flags(wildcards))])
+        job = {"init_decoder": plan.zfree_checkpoint(spec.reference)} if spec.warm_start else {}
+        if plan.train_gpus(wildcards) > 0 and "device" not in spec.settings:  # a GPU job's runs take the GPU it holds
+            job["device"] = "auto"
+        expected = [run.train_config(**files, run_dir=run_directory(plan.config["results"], run.path)).with_settings(**job) for run in runs]
+        assert [json.dumps(flat_values(c)) for c in configs] == [json.dumps(flat_values(c)) for c in expected], spec.path
 
 
 @pytest.mark.slow

@@ -121,26 +121,27 @@ class RunSpec:
         chunk = chunk_name(self.seed, seeds_per_job)
         return chunk_path(self.family, self.reference, self.term, self.mode, self.alpha, chunk, self.key_beta)
 
-    def family_arguments(self) -> dict:
-        """Trainer settings that come from the family (the run key supplies term, mode, alpha and seed)."""
-        arguments = {"model": self.model, "beta": self.beta, "controls": self.controls, **self.settings}
+    def trainer_settings(self) -> dict:
+        """The trainer's settings of this run, by setting name: its key's term, mode and alpha, its block's z-free seed
+        and its family's settings. Its seed, its folder and its input files are its job's (Plan.chunk_flags)."""
+        settings = {
+            "reconstruction_term": self.term,
+            "reconstruction_loss_token_aggregation_mode": self.mode,
+            "token_weight_alpha": self.alpha,
+            "zfree_seed": self.reference,
+            "model": self.model,
+            "beta": self.beta,
+            "controls": self.controls,
+            **self.settings,
+        }
         if self.term == "hybrid":
-            arguments["hybrid_coefficients"] = dict(self.hybrid)
-        return arguments
+            settings["hybrid_coefficients"] = dict(self.hybrid)
+        return settings
 
     def train_config(self, **paths: str) -> TrainConfig:
         """The full trainer config of this run (paths default to placeholders, for validation)."""
-        return TrainConfig.from_flat(
-            {
-                **{name: paths.get(name, "-") for name in PATH_FIELDS},
-                "reconstruction_term": self.term,
-                "reconstruction_loss_token_aggregation_mode": self.mode,
-                "token_weight_alpha": self.alpha,
-                "seed": training_seed(self.reference, self.seed),
-                "zfree_seed": self.reference,
-                **self.family_arguments(),
-            }
-        )
+        paths = {name: paths.get(name, "-") for name in PATH_FIELDS}
+        return TrainConfig.from_flat({**paths, "seed": training_seed(self.reference, self.seed), **self.trainer_settings()})
 
 
 def cli_arguments(arguments: Mapping) -> str:

@@ -10,9 +10,7 @@ knows of the command line comes in as WorkflowFiles, and a look's checkpoint as 
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -177,10 +175,19 @@ class Plan(TablesStage):
         return self.chunks[path]
 
     def chunk_flags(self, wildcards) -> str:
-        """--seed and --run-dir of a chunk's runs, pairwise: each run's trainer seed (grid.training_seed)."""
+        """The trainer's flags for a chunk, its one input besides its files: the settings its runs share
+        (RunSpec.trainer_settings: the key's term, mode and alpha, the block, the family's settings; on a GPU the
+        device, with a warm start the decoder's checkpoint), then --seed and --run-dir of its runs, pairwise (each
+        run's trainer seed: grid.training_seed)."""
         runs = self.chunk_runs(wildcards)
-        folders = [shlex.quote(run_directory(self.config["results"], spec.path)) for spec in runs]
-        return f"--seed {' '.join(str(training_seed(spec.reference, spec.seed)) for spec in runs)} --run-dir {' '.join(folders)}"
+        settings = runs[0].trainer_settings()
+        if self.train_gpus(wildcards) > 0:
+            settings.setdefault("device", "auto")
+        if runs[0].warm_start:
+            settings["init_decoder"] = self.zfree_checkpoint(runs[0].reference)
+        settings["seed"] = [training_seed(spec.reference, spec.seed) for spec in runs]
+        settings["run_dir"] = [run_directory(self.config["results"], spec.path) for spec in runs]
+        return cli_arguments(settings)
 
     def run_chunk(self, wildcards) -> str:
         """The record of the chunk a run trained in: what extract_metrics waits for."""
@@ -191,17 +198,6 @@ class Plan(TablesStage):
 
     def run_folder(self, wildcards) -> str:
         return run_directory(self.config["results"], RUN_TEMPLATE.format(**wildcards))
-
-    def family_settings(self, wildcards) -> str:
-        """The settings a chunk's family fixes, as the one shell-quoted JSON object of the trainer's --settings; the run
-        key's parts come from the wildcards."""
-        spec = self.chunk_runs(wildcards)[0]
-        settings = {**spec.family_arguments(), "zfree_seed": spec.reference}
-        if self.train_gpus(wildcards) > 0:
-            settings.setdefault("device", "auto")
-        if spec.warm_start:
-            settings["init_decoder"] = self.zfree_checkpoint(spec.reference)
-        return shlex.quote(json.dumps(settings))
 
     def warm_start_checkpoint(self, wildcards) -> list[str]:
         """The z-free checkpoint of the chunk's own block that a warm-started family's decoder starts from (families with

@@ -10,9 +10,8 @@
 
 `--seed` and `--run-dir` take one value per seed, in pairs: the seeds train together in one process (cvae_run.py),
 each written to its own run directory. One flag per other setting of settings.TrainConfig, with the help text written
-beside each field; `--settings '{"beta": 0.05, "steps": 400}'` gives any of them as one JSON object instead (how the
-workflow passes a family's settings: one quoted argument, its values of their JSON types). Before anything is
-written, every input is checked (inputs.py): the reference artifact's c_base is recomputed from the validation
+beside each field: the workflow's plan writes a chunk's flags from its runs' settings (planning/plan.Plan.chunk_flags).
+Before anything is written, every input is checked (inputs.py): the reference artifact's c_base is recomputed from the validation
 scores in the run's own mode, and the scores must be of exactly the given records, from one z-free checkpoint. The
 runs themselves (outputs, resume on a rerun after a signal) are cvae_run.py's.
 """
@@ -20,7 +19,6 @@ runs themselves (outputs, resume on a rerun after a signal) are cvae_run.py's.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,12 +44,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--chunk-manifest", type=Path, default=None, help="written last, when every seed has finished: the workflow's record of the chunk"
     )
-    parser.add_argument(
-        "--settings",
-        type=json_object,
-        default={},
-        help="settings as one JSON object {setting: value}, in the flags' names with '_' (a setting also given as a flag is refused)",
-    )
     add_settings_flags(parser, TrainConfig, skip=("seed", "run_dir"))
     parser.add_argument("--seed", type=int, nargs="+", default=[0], help="the seeds trained together, one per run directory (default: 0)")
     parser.add_argument("--run-dir", dest="run_dir", nargs="+", required=True, help="the seeds' output folders, in --seed's order")
@@ -64,37 +56,19 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[list[TrainConfig], 
     args = vars(parser.parse_args(argv))
     threads, manifest, seeds, run_dirs = args.pop("threads"), args.pop("chunk_manifest"), args.pop("seed"), args.pop("run_dir")
     chunk_training = args.pop("chunk_training")
-    settings = args.pop("settings")
-    if paired := sorted(set(settings) & {"seed", "run_dir"}):
-        parser.error(f"{', '.join(paired)}: not in --settings; give the seeds and their folders as --seed and --run-dir")
-    if twice := sorted(name for name in settings if name in args and args[name] != parser.get_default(name)):
-        parser.error(f"{', '.join(twice)}: given both as a flag and in --settings; give each setting once")
     if threads is not None and threads < 1:
         parser.error(f"--threads: {threads} is not allowed; it must be >= 1")
     if len(seeds) != len(run_dirs):
         parser.error(f"--seed gives {len(seeds)} seeds and --run-dir {len(run_dirs)} folders; give one folder per seed")
     try:
         return (
-            [
-                TrainConfig.from_flat({**args, **settings, "seed": seed, "run_dir": run_dir})
-                for seed, run_dir in zip(seeds, run_dirs, strict=True)
-            ],
+            [TrainConfig.from_flat({**args, "seed": seed, "run_dir": run_dir}) for seed, run_dir in zip(seeds, run_dirs, strict=True)],
             threads,
             manifest,
             chunk_training,
         )
     except ValueError as err:
         parser.error(str(err))
-
-
-def json_object(text: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({err})") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a JSON object {{setting: value}}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> None:
