@@ -149,7 +149,7 @@ def prepare_run_inputs(folder: Path, zfree_steps: int = 100) -> dict[str, str]:
     """
     from core.disentanglement.artifacts import write_json
     from core.disentanglement.config import AggregationMode
-    from core.disentanglement.reference import build_reference
+    from core.disentanglement.scale_artifact import build_scale_artifact
     from core.disentanglement.zfree import ZFreeTrainConfig, score_records, train_zfree
     from experiments.synthetic_sequences.generate import SequenceConfig, generate
 
@@ -162,7 +162,7 @@ def prepare_run_inputs(folder: Path, zfree_steps: int = 100) -> dict[str, str]:
     for split in ("train", "val"):
         score_records(zfree / "model.pt", data / f"{split}.parquet", zfree / f"{split}_scores.parquet")
     for mode in AggregationMode:
-        write_json(build_reference(zfree / "val_scores.parquet", mode), folder / "reference" / f"{mode}.json")
+        write_json(build_scale_artifact(zfree / "val_scores.parquet", mode), folder / "reference" / f"{mode}.json")
     return {
         **{f"{split}_records": str(data / f"{split}.parquet") for split in ("train", "val", "test")},
         **{f"{split}_scores": str(zfree / f"{split}_scores.parquet") for split in ("train", "val")},

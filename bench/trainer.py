@@ -38,7 +38,7 @@ def bare_loop(config, inputs: RunInputs, batches: list) -> float:
     """Seconds for plain forward / loss / backward / clip / AdamW steps over `batches`."""
     model = initial_model(config, inputs)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay)
-    reconstruction, c_base = config.reconstruction, inputs.reference["c_base"]
+    reconstruction, c_base = config.reconstruction, inputs.scale["c_base"]
     model.train()
     started = time.perf_counter()
     for step, (batch, base) in enumerate(batches):

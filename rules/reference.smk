@@ -68,4 +68,4 @@ rule reference_scale:
         runtime=5,
         mem_mb=1000,
     shell:
-        "python -m core.disentanglement.reference --scores {input.scores:q} --mode {wildcards.mode:q} --out {output:q} > {log:q} 2>&1"
+        "python -m core.disentanglement.scale_artifact --scores {input.scores:q} --mode {wildcards.mode:q} --out {output:q} > {log:q} 2>&1"

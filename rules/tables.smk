@@ -35,7 +35,7 @@ rule aggregate_tables:
     input:
         metrics=PLAN.run_metrics,
         summaries=PLAN.data_summary_files,
-        references=PLAN.reference_artifacts,
+        references=PLAN.scale_files,
         grid=PLAN.grid_record_file,  # the runs the tables may read; each run's inputs are held to current_inputs()
         current=PLAN.current_input_files,
         looks=PLAN.look_files,

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from core.disentanglement.reference import main as reference_main
+from core.disentanglement.scale_artifact import main as scale_artifact_main
 from core.disentanglement.zfree import ZFreeTrainConfig, score_records, train_zfree
 from experiments.synthetic_sequences.generate import SequenceConfig, generate
 
@@ -38,7 +38,7 @@ def scored(data_dir, trained, tmp_path_factory):
 def references(scored, tmp_path_factory):
     out = tmp_path_factory.mktemp("reference")
     for mode in ("mean", "sum"):
-        reference_main(["--scores", str(scored / "val.parquet"), "--mode", mode, "--out", str(out / f"{mode}.json")])
+        scale_artifact_main(["--scores", str(scored / "val.parquet"), "--mode", mode, "--out", str(out / f"{mode}.json")])
     return out
 
 

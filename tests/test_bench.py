@@ -15,7 +15,7 @@ from core.disentanglement.artifacts import write_json
 from core.disentanglement.batching import BatchSchedule, RecordBatcher, SpecialTokens
 from core.disentanglement.config import AggregationMode
 from core.disentanglement.records import read_records
-from core.disentanglement.reference import build_reference
+from core.disentanglement.scale_artifact import build_scale_artifact
 from experiments.synthetic_sequences.planning.grid import expand_grid
 from experiments.synthetic_sequences.training.cvae_run import train
 from experiments.synthetic_sequences.training.settings import OptimConfig
@@ -54,7 +54,7 @@ def test_padding_share_counts_every_padded_position(data_dir):
 
 def test_synthesised_runs_go_through_the_real_extraction_and_aggregation(data_dir, scored, tmp_path):
     for mode in AggregationMode:
-        write_json(build_reference(scored / "val.parquet", mode), tmp_path / "reference" / f"{mode}.json")
+        write_json(build_scale_artifact(scored / "val.parquet", mode), tmp_path / "reference" / f"{mode}.json")
     inputs = {
         **{f"{split}_records": str(data_dir / f"{split}.parquet") for split in ("train", "val", "test")},
         **{f"{split}_scores": str(scored / f"{split}.parquet") for split in ("train", "val")},

@@ -24,7 +24,7 @@ from experiments.synthetic_sequences.planning.config_docs import (
 )
 from experiments.synthetic_sequences.planning.config_files import SHIPPED, drop_removed_families, read_configs
 from experiments.synthetic_sequences.planning.endpoints import declared_primary
-from experiments.synthetic_sequences.planning.grid import expand_grid, family_seeds, resolve_references, run_betas
+from experiments.synthetic_sequences.planning.grid import expand_grid, family_seeds, resolve_blocks, run_betas
 from experiments.synthetic_sequences.sequential.design import parse_design
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +154,7 @@ def grid_defaults():
 
 # every key whose description states a value as its default (`Default: <value>.`), and the value the code applies
 CODE_DEFAULTS = {
-    "references": lambda: len(resolve_references(None)),
+    "references": lambda: len(resolve_blocks(None)),
     "seeds_per_job": lambda: rule_defaults(r"config\.get")["seeds_per_job"],
     "chunk_training": lambda: rule_defaults(r"config\.get")["chunk_training"],
     "design_reset": lambda: rule_defaults(r"config\.get")["design_reset"],

@@ -34,7 +34,7 @@ def test_every_run_key_round_trips_and_no_two_runs_share_a_directory(config):
         assert parse_run_key(spec.key) == (spec.term, spec.mode, spec.alpha, spec.key_beta)
         assert parse_run_path(f"results/runs/{spec.path}") == {
             "family": spec.family,
-            "reference": spec.reference,
+            "reference": spec.block,
             "term": spec.term,
             "mode": spec.mode,
             "alpha": spec.alpha,

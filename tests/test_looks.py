@@ -55,7 +55,7 @@ def test_the_first_look_reads_every_arm_at_its_layout_and_a_later_one_the_open_a
     ]
     second = look_specs(grid(), CONTROL_OF, REFERENCES, SEEDS, design().looks[1], {GROUP: ["sum", "scale"]})
     assert {arm_of(spec, CONTROL_OF)[1] for spec in second} == {"sum", "scale"}
-    assert {(spec.reference, spec.seed) for spec in second} == {(r, s) for r in REFERENCES for s in SEEDS}
+    assert {(spec.block, spec.seed) for spec in second} == {(r, s) for r in REFERENCES for s in SEEDS}
 
 
 def sealed(look, groups, previous=None, of=None, runs_read=None):

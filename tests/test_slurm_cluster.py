@@ -44,7 +44,8 @@ PER_JOB = DEFAULT_CONFIG["seeds_per_job"]
 
 def spec_of(run: dict) -> RunSpec:
     """A run found on the cluster (its parameters as a path or job comment gives them), as the grid's spec."""
-    return RunSpec(model="", beta=0.0, controls="", **{**run, "mode": parse_aggregation_mode(run["mode"])})
+    found = {key: value for key, value in run.items() if key != "reference"}
+    return RunSpec(model="", beta=0.0, controls="", block=run["reference"], **{**found, "mode": parse_aggregation_mode(run["mode"])})
 
 
 def chunks_of(runs: list[dict]) -> set[str]:

@@ -223,9 +223,9 @@ def test_the_flags_the_plan_gives_a_chunk_make_each_of_its_runs_its_own_config(t
         spec = runs[0]
         chunk = runs[0].chunk_path(plan.seeds_per_job()).rsplit("/seeds", 1)[1]
         key = {"term": spec.term, "mode": str(spec.mode), "alpha": format_alpha(spec.alpha), "at_beta": at_beta(spec.key_beta)}
-        wildcards = Wildcards(family=spec.family, reference=str(spec.reference), chunk=chunk, **key)
+        wildcards = Wildcards(family=spec.family, reference=str(spec.block), chunk=chunk, **key)
         configs, *_ = parse_config([*paths, *shlex.split(plan.chunk_flags(wildcards))])
-        job = {"init_decoder": plan.zfree_checkpoint(spec.reference)} if spec.warm_start else {}
+        job = {"init_decoder": plan.zfree_checkpoint(spec.block)} if spec.warm_start else {}
         if plan.train_gpus(wildcards) > 0 and "device" not in spec.settings:  # a GPU job's runs take the GPU it holds
             job["device"] = "auto"
         expected = [run.train_config(**files, run_dir=run_directory(plan.config["results"], run.path)).with_settings(**job) for run in runs]

@@ -113,7 +113,8 @@ def test_dry_run_wires_every_job_to_the_artifacts_of_its_own_reference_block(tmp
             # the trainer seeds of a chunk (both of the arm's seeds here): its block's z-free seed in the high word, then the seed
             seeds = " ".join(str((int(block[3:]) << 20) + seed) for seed in (0, 1))
             assert f"--seed {seeds} --run-dir" in job["shell"], job["shell"]
-            assert f'"zfree_seed": {int(block[3:])}' in job["shell"]
+            assert f"--zfree-seed {int(block[3:])} " in job["shell"]
+            assert f"--reconstruction-loss-token-aggregation-mode {mode} " in job["shell"]  # the mode, explicit
     assert set(block_of["train_zfree"].values()) == {"ref3", "ref5"} and len(block_of["train_zfree"]) == 2
     assert len(block_of["train_run"]) == 2 * 4  # one chunk of every arm's 2 seeds in each block
     assert len(block_of["score_records"]) == 4 and len(block_of["reference_scale"]) == 4

@@ -83,7 +83,7 @@ def check_chunks_trained(results: str, chunks: Mapping[str, list[RunSpec]], pilo
         missing = [
             spec.path
             for spec in specs
-            if training_seed(spec.reference, spec.seed) in trained and not RunLayout(run_directory(results, spec.path)).metadata.exists()
+            if training_seed(spec.block, spec.seed) in trained and not RunLayout(run_directory(results, spec.path)).metadata.exists()
         ]
         if missing:
             gone += missing

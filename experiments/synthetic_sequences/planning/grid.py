@@ -61,25 +61,25 @@ SETTABLE_FIELDS = tuple(name for name in SETTING_NAMES if name not in GRID_FIELD
 
 FAMILY_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{0,63}"  # a path component, short enough for any filesystem
 FAMILY_NAME = re.compile(f"^{FAMILY_PATTERN}$")
-# a seed label fits in the low 20 bits of its run's trainer seed (training_seed), the reference's z-free seed (at most
+# a seed label fits in the low 20 bits of its run's trainer seed (training_seed), the block's z-free seed (at most
 # 1000, the schema's bound) above them: the trainer seed stays below 2**31, as numpy's and scikit-learn's seeds must
 SEED_BITS = 20
 
 
-def training_seed(reference: int, seed: int) -> int:
-    """The seed a run trains with: its reference's z-free seed in the high bits, its own seed in the low SEED_BITS.
+def training_seed(block: int, seed: int) -> int:
+    """The seed a run trains with: its block's z-free seed in the high bits, its own seed in the low SEED_BITS.
 
     Reference 0's runs train with their own seed, so one reference block reproduces the runs of a pipeline without
     blocks; in every other block a seed is a draw of its own, so two blocks never share a router's initial weights and
     a batch order (a cold-start run, which reads nothing of its reference, would otherwise be copied in every block).
     """
-    return (reference << SEED_BITS) + seed
+    return (block << SEED_BITS) + seed
 
 
 @dataclass(frozen=True)
 class RunSpec:
     family: str
-    reference: int  # the z-free seed of the run's reference block
+    block: int  # its reference block, by the block's z-free seed (the key `references:`, the column `reference`, ref<N>)
     model: str
     term: str
     mode: AggregationMode  # parsed where the config names it: a bare string is refused
@@ -107,19 +107,19 @@ class RunSpec:
     @property
     def path(self) -> str:
         """The run's path under the runs folder (run_layout.RUN_TEMPLATE)."""
-        return run_path(self.family, self.reference, self.term, self.mode, self.alpha, self.seed, self.key_beta)
+        return run_path(self.family, self.block, self.term, self.mode, self.alpha, self.seed, self.key_beta)
 
     def parameters(self) -> dict:
         """What its path names, from the spec itself: run_layout.parse_run_path(self.path) gives the same, but a path
         is parsed only where one is found on disk."""
-        named = {"family": self.family, "reference": self.reference, "term": self.term, "mode": str(self.mode)}
+        named = {"family": self.family, "reference": self.block, "term": self.term, "mode": str(self.mode)}
         named |= {"alpha": float(self.alpha), "seed": self.seed}
         return named if self.key_beta is None else {**named, "beta": float(self.key_beta)}
 
     def chunk_path(self, seeds_per_job: int) -> str:
         """The path of the chunk it trains in at `seeds_per_job` under the runs folder (run_layout.CHUNK_TEMPLATE)."""
         chunk = chunk_name(self.seed, seeds_per_job)
-        return chunk_path(self.family, self.reference, self.term, self.mode, self.alpha, chunk, self.key_beta)
+        return chunk_path(self.family, self.block, self.term, self.mode, self.alpha, chunk, self.key_beta)
 
     def trainer_settings(self) -> dict:
         """The trainer's settings of this run, by setting name: its key's term, mode and alpha, its block's z-free seed
@@ -128,7 +128,7 @@ class RunSpec:
             "reconstruction_term": self.term,
             "reconstruction_loss_token_aggregation_mode": self.mode,
             "token_weight_alpha": self.alpha,
-            "zfree_seed": self.reference,
+            "zfree_seed": self.block,
             "model": self.model,
             "beta": self.beta,
             "controls": self.controls,
@@ -141,7 +141,7 @@ class RunSpec:
     def train_config(self, **paths: str) -> TrainConfig:
         """The full trainer config of this run (paths default to placeholders, for validation)."""
         paths = {name: paths.get(name, "-") for name in PATH_FIELDS}
-        return TrainConfig.from_flat({**paths, "seed": training_seed(self.reference, self.seed), **self.trainer_settings()})
+        return TrainConfig.from_flat({**paths, "seed": training_seed(self.block, self.seed), **self.trainer_settings()})
 
 
 def cli_arguments(arguments: Mapping) -> str:
@@ -176,7 +176,7 @@ def resolve_seeds(seeds: int | Sequence[int] | None, where: str, what: str = "se
     return resolved
 
 
-def resolve_references(references: int | Sequence[int] | None) -> list[int]:
+def resolve_blocks(references: int | Sequence[int] | None) -> list[int]:
     """The reference blocks by their z-free seeds: `references: 3` is seeds 0, 1, 2; a list names them; default one, 0."""
     return resolve_seeds(1 if references is None else references, "references", what="z-free seed")
 
@@ -215,7 +215,7 @@ def run_betas(spec: Mapping, run: Mapping) -> tuple[list[float], bool]:
     return [float(source.get("beta", 1.0))], False
 
 
-def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Sequence[int]) -> Iterator[tuple[str, RunSpec]]:
+def family_runs(family: str, spec: Mapping, seeds: Sequence[int], blocks: Sequence[int]) -> Iterator[tuple[str, RunSpec]]:
     """(where, run) for every run of one checked family in every reference block; each run's full trainer config is
     validated on the way."""
     controls = spec.get("controls", NO_CONTROL)
@@ -233,10 +233,10 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int], references: Se
             if controls in CONTROL_MODE and mode != CONTROL_MODE[controls]:
                 raise GridError(f"{where}.modes: a {controls!r} control family runs mode {CONTROL_MODE[controls]!r} only, got {mode!r}")
             betas, beta_axis = run_betas(spec, run)
-            for beta, reference, seed in itertools.product(betas, references, seeds):
+            for beta, block, seed in itertools.product(betas, blocks, seeds):
                 run_spec = RunSpec(
                     family=family,
-                    reference=reference,
+                    block=block,
                     model=spec["model"],
                     term=run["term"],
                     mode=parsed,
@@ -260,8 +260,8 @@ def expand_grid(
     families: Mapping[str, Mapping], seeds: int | Sequence[int] | None = None, references: int | Sequence[int] | None = None
 ) -> list[RunSpec]:
     """Every run of the config, in config order; `seeds` is the top-level default of the families that set none,
-    `references` the reference blocks (resolve_references). Raises GridError for anything ill-formed, before any job runs."""
-    blocks = resolve_references(references)
+    `references` the reference blocks (resolve_blocks). Raises GridError for anything ill-formed, before any job runs."""
+    blocks = resolve_blocks(references)
     if not families:
         raise GridError("families: the config defines no family; at least one is needed")
     specs: list[RunSpec] = []
@@ -280,8 +280,8 @@ def modes_used(specs: Iterable[RunSpec]) -> list[str]:
     return sorted({spec.mode for spec in specs})
 
 
-def references_used(specs: Iterable[RunSpec]) -> list[int]:
-    return sorted({spec.reference for spec in specs})
+def blocks_used(specs: Iterable[RunSpec]) -> list[int]:
+    return sorted({spec.block for spec in specs})
 
 
 def control_families(families: Mapping[str, Mapping]) -> dict[str, str]:

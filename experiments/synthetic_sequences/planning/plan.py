@@ -28,11 +28,11 @@ from experiments.synthetic_sequences.planning.data_draws import (
 )
 from experiments.synthetic_sequences.planning.endpoints import declared_primary
 from experiments.synthetic_sequences.planning.grid import (
+    blocks_used,
     cli_arguments,
     expand_grid,
     modes_used,
-    references_used,
-    resolve_references,
+    resolve_blocks,
     training_seed,
 )
 from experiments.synthetic_sequences.planning.pairing import check_pairings
@@ -84,7 +84,7 @@ class Plan(TablesStage):
         """Every config check, in order, then the plan; refusals name the field, before any job runs. A run that will
         execute jobs first finds its results folder free (results_lock.check_free), before its looks are read."""
         check_loaded(config, files.loaded, files.command_line, files.schema)
-        check_cross_fields(config, resolve_references(config.get("references")))
+        check_cross_fields(config, resolve_blocks(config.get("references")))
         if files.executes:
             check_free(config["results"])
         return cls(config, PilotCommand.of_workflow(files.command_line, files.settings), await_look)
@@ -99,7 +99,7 @@ class Plan(TablesStage):
         one shared draw and one per block, not edited or swapped: data_draws.check_draws), and every chunk record's runs
         are there (chunks.check_chunks_trained). Each refusal's advice ends with this pilot's own command line."""
         check_draw_layout(self.config["results"], self.per_block_data(), self.pilot)
-        check_draws(self.config["results"], self.config["data"], self.per_block_data(), self.references(), self.pilot)
+        check_draws(self.config["results"], self.config["data"], self.per_block_data(), self.blocks(), self.pilot)
         check_chunks_trained(self.config["results"], self.chunks, self.pilot)
 
     @staticmethod
@@ -113,10 +113,10 @@ class Plan(TablesStage):
         """Whether each reference block draws its own records (data.per_block; planning/data_draws.py)."""
         return self.config["data"].get("per_block", False)
 
-    def data_file(self, name: str, reference: int | str = "{reference}", **fields) -> str:
-        """Block `reference`'s records or summary: the shared draw's, or, with a draw per block, the block's own (a
-        rule's path keeps {reference} a wildcard)."""
-        return self.results(data_artifact(name, self.per_block_data(), reference, **fields))
+    def data_file(self, name: str, block: int | str = "{reference}", **fields) -> str:
+        """A block's records or summary: the shared draw's, or, with a draw per block, the block's own (a rule's path
+        keeps {reference} a wildcard)."""
+        return self.results(data_artifact(name, self.per_block_data(), block, **fields))
 
     def data_flags(self, wildcards) -> str:
         """The generator's settings; with a draw per block, the block's own data seed (data_draws.draw_settings)."""
@@ -131,16 +131,16 @@ class Plan(TablesStage):
 
     # --- reference blocks ----------------------------------------------------------------------------------------------
 
-    def references(self) -> list[int]:
-        """The reference blocks by their z-free seeds (grid.resolve_references)."""
-        return resolve_references(self.config.get("references"))
+    def blocks(self) -> list[int]:
+        """The reference blocks by their z-free seeds (grid.resolve_blocks)."""
+        return resolve_blocks(self.config.get("references"))
 
-    def zfree_checkpoint(self, reference: int) -> str:
+    def zfree_checkpoint(self, block: int) -> str:
         """A block's frozen model, which scores its records and warm-starts its decoders: trained here with z-free seed
-        `reference`, or an existing entangled run's checkpoint (one block)."""
+        `block`, or an existing entangled run's checkpoint (one block): the config's `reference.source`."""
         if self.config["reference"]["source"] == "entangled":
             return self.config["reference"]["checkpoint"]
-        return self.results(reference_artifact("checkpoint", reference))
+        return self.results(reference_artifact("checkpoint", block))
 
     def block_file(self, name: str, **fields) -> str:
         """A reference block's artifact as a rule's path: {reference} left a wildcard, the other fields as given."""
@@ -153,10 +153,10 @@ class Plan(TablesStage):
         """The z-free trainer's settings, its seed the block's."""
         return f"{cli_arguments(self.config['zfree'])} --seed {int(wildcards.reference)}"
 
-    def reference_artifacts(self, wildcards) -> list[str]:
+    def scale_files(self, wildcards) -> list[str]:
         """The c_base artifacts of the blocks the tables read."""
-        blocks, modes = references_used(self.tables_grid()), modes_used(self.grid.values())
-        return [self.results(reference_artifact("scale", reference, mode=mode)) for reference in blocks for mode in modes]
+        blocks, modes = blocks_used(self.tables_grid()), modes_used(self.grid.values())
+        return [self.results(reference_artifact("scale", block, mode=mode)) for block in blocks for mode in modes]
 
     # --- training ------------------------------------------------------------------------------------------------------
 
@@ -184,8 +184,8 @@ class Plan(TablesStage):
         if self.train_gpus(wildcards) > 0:
             settings.setdefault("device", "auto")
         if runs[0].warm_start:
-            settings["init_decoder"] = self.zfree_checkpoint(runs[0].reference)
-        settings["seed"] = [training_seed(spec.reference, spec.seed) for spec in runs]
+            settings["init_decoder"] = self.zfree_checkpoint(runs[0].block)
+        settings["seed"] = [training_seed(spec.block, spec.seed) for spec in runs]
         settings["run_dir"] = [run_directory(self.config["results"], spec.path) for spec in runs]
         return cli_arguments(settings)
 
@@ -203,7 +203,7 @@ class Plan(TablesStage):
         """The z-free checkpoint of the chunk's own block that a warm-started family's decoder starts from (families with
         warm_start: true), else nothing."""
         spec = self.chunk_runs(wildcards)[0]
-        return [self.zfree_checkpoint(spec.reference)] if spec.warm_start else []
+        return [self.zfree_checkpoint(spec.block)] if spec.warm_start else []
 
     def train_resource(self, name: str, default):
         return self.config.get("resources", {}).get("train_run", {}).get(name, default)

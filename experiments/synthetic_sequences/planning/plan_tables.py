@@ -19,7 +19,7 @@ from experiments.synthetic_sequences.planning.bindings import (
 )
 from experiments.synthetic_sequences.planning.data_draws import SHARED_DRAW, block_draw, format_data_summaries
 from experiments.synthetic_sequences.planning.endpoints import declared_primary, format_primary
-from experiments.synthetic_sequences.planning.grid import control_families, modes_used, references_used
+from experiments.synthetic_sequences.planning.grid import blocks_used, control_families, modes_used
 from experiments.synthetic_sequences.run_layout import LOOK_TEMPLATE, metrics_path, reference_artifact
 from experiments.synthetic_sequences.splits import SCORED_SPLITS, SPLITS
 
@@ -57,23 +57,23 @@ class TablesStage:
     def current_inputs(self) -> dict[str, str]:
         """{name: path} of the inputs every run the tables read must have been trained on, each block's its own
         (bindings.block_input): aggregate_tables holds each run's recorded sha256 to those of its block (bindings.check_inputs)."""
-        blocks = references_used(self.tables_grid())
+        blocks = blocks_used(self.tables_grid())
         if self.per_block_data():
             records = {(block, split): block_input(block, f"{split}_records") for block in blocks for split in SPLITS}
             inputs = {name: self.data_file("records", block, split=split) for (block, split), name in records.items()}
         else:
             inputs = {f"{split}_records": self.data_file("records", split=split) for split in SPLITS}
-        for reference in blocks:
+        for block in blocks:
             inputs |= {
-                block_input(reference, f"{split}_scores"): self.results(reference_artifact("scores", reference, split=split))
+                block_input(block, f"{split}_scores"): self.results(reference_artifact("scores", block, split=split))
                 for split in SCORED_SPLITS
             }
             inputs |= {
-                block_input(reference, f"reference_{mode}"): self.results(reference_artifact("scale", reference, mode=mode))
+                block_input(block, f"reference_{mode}"): self.results(reference_artifact("scale", block, mode=mode))
                 for mode in modes_used(self.grid.values())
             }
             if any(spec.warm_start for spec in self.grid.values()):
-                inputs[block_input(reference, "init_decoder")] = self.zfree_checkpoint(reference)
+                inputs[block_input(block, "init_decoder")] = self.zfree_checkpoint(block)
         return inputs
 
     def current_input_files(self, wildcards) -> list[str]:
@@ -86,7 +86,7 @@ class TablesStage:
         """{draw: summary} of the draws the tables read: the one shared draw, or each of the tables' blocks' own."""
         if not self.per_block_data():
             return {SHARED_DRAW: self.data_file("summary")}
-        return {block_draw(block): self.data_file("summary", block) for block in references_used(self.tables_grid())}
+        return {block_draw(block): self.data_file("summary", block) for block in blocks_used(self.tables_grid())}
 
     def data_summary_files(self, wildcards) -> list[str]:
         return list(self.data_summaries().values())

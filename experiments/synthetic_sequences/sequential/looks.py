@@ -66,7 +66,7 @@ def look_specs(
     chosen = []
     for spec in specs:
         group, arm = arm_of(spec, control_of)
-        if spec.reference in blocks and spec.seed in firsts and (open_arms is None or arm in open_arms.get(group, ())):
+        if spec.block in blocks and spec.seed in firsts and (open_arms is None or arm in open_arms.get(group, ())):
             chosen.append(spec)
     return chosen
 

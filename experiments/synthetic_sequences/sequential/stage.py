@@ -41,7 +41,7 @@ class Looks:
 
         looks = cls(plan, design, await_look)
         config = plan.config
-        check_design_grid(design, plan.references(), looks.top_seeds(), config["families"], plan.seeds_per_job())
+        check_design_grid(design, plan.blocks(), looks.top_seeds(), config["families"], plan.seeds_per_job())
         check_design_endpoints(declared_primary(config["families"]))
         check_decidable(design, looks.arm_groups().values())
         check_design_fixed(config["results"], design, config.get("design_reset", False), plan.pilot)
@@ -65,7 +65,7 @@ class Looks:
 
     def specs_of_look(self, look: int, opened) -> list:
         plan = self.plan
-        return look_specs(plan.grid.values(), self.control_of, plan.references(), self.top_seeds(), self.design.looks[look - 1], opened)
+        return look_specs(plan.grid.values(), self.control_of, plan.blocks(), self.top_seeds(), self.design.looks[look - 1], opened)
 
     def verified_look_file(self, look: int, previous: dict | None) -> dict:
         """Look `look`'s file, verified (sequential/look_files.verified_look) against the look before and the runs the
@@ -111,7 +111,7 @@ class Looks:
     def trained(self) -> list:
         """The runs the looks reached have trained: the tables read them."""
         plan = self.plan
-        return trained_specs(plan.grid.values(), self.control_of, plan.references(), self.top_seeds(), self.design, self.reached())
+        return trained_specs(plan.grid.values(), self.control_of, plan.blocks(), self.top_seeds(), self.design, self.reached())
 
 
 def check_design_packing(group_components: Mapping[str, int]) -> None:

@@ -48,7 +48,7 @@ def resolve_objective(config: TrainConfig, inputs: RunInputs) -> Objective:
     supervised token count of the train split."""
     scale_factor, beta_factor = config.objective.control_factors(inputs.mean_train_tokens)
     reconstruction = replace(config.reconstruction, reconstruction_scale=config.reconstruction.reconstruction_scale * scale_factor)
-    return Objective(reconstruction, inputs.reference["c_base"], config.objective.beta * beta_factor, config.objective.auxiliary_weights)
+    return Objective(reconstruction, inputs.scale["c_base"], config.objective.beta * beta_factor, config.objective.auxiliary_weights)
 
 
 def hybrid_scale_note(config: TrainConfig) -> str | None:
@@ -68,7 +68,7 @@ def start_metadata(
 ) -> dict:
     return {
         "reconstruction_loss_token_aggregation_mode": config.mode.value,
-        "reference": {"path": config.run.reference, "mode": inputs.reference["mode"], "c_base": inputs.reference["c_base"]},
+        "reference": {"path": config.run.reference, "mode": inputs.scale["mode"], "c_base": inputs.scale["c_base"]},
         "inputs_sha256": inputs_sha256,
         "git_commit": git_commit(),
         "torch": torch.__version__,

@@ -16,7 +16,7 @@ import torch
 from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.batching import RecordBatcher, SpecialTokens
 from core.disentanglement.records import Records, RecordsError, read_records
-from core.disentanglement.reference import read_reference
+from core.disentanglement.scale_artifact import read_scale_artifact
 from core.disentanglement.scores import check_scores_of, read_scores
 from experiments.synthetic_sequences.splits import SCORED_SPLITS, SPLITS
 from experiments.synthetic_sequences.training.settings import INPUT_PATHS, TrainConfig
@@ -45,7 +45,7 @@ def check_one_checkpoint(scores: dict) -> None:
 def check_one_block(config: TrainConfig, scores: dict, sha256: dict[str, str]) -> None:
     """Every input of the run's own reference block: scores of the z-free model of seed `zfree_seed`, and a warm start
     from the very checkpoint that scored them (its sha256, from the run's input hashes). The reference artifact is bound
-    to the val scores by read_reference."""
+    to the val scores by read_scale_artifact."""
     val = scores["val"]
     recorded = val.metadata.get("zfree_seed")
     if recorded is not None and recorded != config.run.zfree_seed:
@@ -62,7 +62,7 @@ def check_one_block(config: TrainConfig, scores: dict, sha256: dict[str, str]) -
 
 @dataclass(frozen=True)
 class RunInputs:
-    reference: dict  # the checked c_base artifact
+    scale: dict  # the checked c_base file (core/disentanglement/scale_artifact.py)
     records: dict[str, Records]  # by split
     batchers: dict[str, RecordBatcher]
     base: dict[str, tuple[torch.Tensor, torch.Tensor]]  # scored split -> z-free NLL b [N, T] and its mask
@@ -90,10 +90,10 @@ def load_inputs(config: TrainConfig) -> RunInputs:
         check_scores_of(scores[split], splits[split], split)
     check_one_checkpoint(scores)
     check_one_block(config, scores, sha256)
-    reference = read_reference(config.run.reference, mode=config.mode, scores_path=config.run.val_scores)
+    scale = read_scale_artifact(config.run.reference, mode=config.mode, scores_path=config.run.val_scores)
     special = SpecialTokens.from_vocab(splits["train"].vocab)
     return RunInputs(
-        reference=reference,
+        scale=scale,
         records=splits,
         batchers={split: RecordBatcher(records.frame, special) for split, records in splits.items()},
         base={split: scores[split].padded(dtype=torch.float32) for split in SCORED_SPLITS},

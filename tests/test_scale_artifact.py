@@ -4,7 +4,7 @@ import pytest
 
 from core.disentanglement.artifacts import sha256_file
 from core.disentanglement.config import AggregationMode
-from core.disentanglement.reference import ReferenceMismatch, build_reference, main, read_reference
+from core.disentanglement.scale_artifact import ScaleArtifactMismatch, build_scale_artifact, main, read_scale_artifact
 from core.disentanglement.scores import read_scores, write_scores
 
 MEAN, SUM = AggregationMode.MEAN, AggregationMode.SUM
@@ -12,7 +12,7 @@ MEAN, SUM = AggregationMode.MEAN, AggregationMode.SUM
 
 @pytest.mark.parametrize("mode", list(AggregationMode))
 def test_c_base_is_the_validation_mean_of_the_mode_aggregate(scored, mode):
-    reference = build_reference(scored / "val.parquet", mode)
+    reference = build_scale_artifact(scored / "val.parquet", mode)
     arrays = [list(map(float, a)) for a in read_scores(scored / "val.parquet").frame.token_nll]
     per_example = [sum(a) / len(a) if mode == "mean" else sum(a) for a in arrays]
     assert reference["mode"] == mode
@@ -23,14 +23,14 @@ def test_c_base_is_the_validation_mean_of_the_mode_aggregate(scored, mode):
 
 
 def test_sum_scale_is_about_mean_scale_times_token_count(scored):
-    mean, total = build_reference(scored / "val.parquet", MEAN), build_reference(scored / "val.parquet", SUM)
+    mean, total = build_scale_artifact(scored / "val.parquet", MEAN), build_scale_artifact(scored / "val.parquet", SUM)
     assert total["c_base"] > 2 * mean["c_base"]
     assert total["token_count"] == mean["token_count"]
 
 
-def test_reference_refuses_training_scores(scored):
-    with pytest.raises(ReferenceMismatch, match="holds the 'train' split; c_base must come from 'val'"):
-        build_reference(scored / "train.parquet", MEAN)
+def test_the_scale_artifact_refuses_training_scores(scored):
+    with pytest.raises(ScaleArtifactMismatch, match="holds the 'train' split; c_base must come from 'val'"):
+        build_scale_artifact(scored / "train.parquet", MEAN)
 
 
 @pytest.fixture
@@ -46,48 +46,49 @@ def edited(artifact, tmp_path, **changes):
     return path
 
 
-def test_read_reference_accepts_the_artifact_of_the_runs_own_mode_and_scores(scored, mean_artifact):
-    reference = read_reference(mean_artifact, mode=MEAN, scores_path=scored / "val.parquet")
-    assert reference["mode"] == "mean" and reference["c_base"] == build_reference(scored / "val.parquet", MEAN)["c_base"]
+def test_the_scale_artifact_of_the_runs_own_mode_and_scores_is_read(scored, mean_artifact):
+    reference = read_scale_artifact(mean_artifact, mode=MEAN, scores_path=scored / "val.parquet")
+    assert reference["mode"] == "mean" and reference["c_base"] == build_scale_artifact(scored / "val.parquet", MEAN)["c_base"]
 
 
 def test_a_mean_artifact_given_to_a_sum_run_is_refused(scored, mean_artifact):
-    with pytest.raises(ReferenceMismatch, match=r"mean.json: mode: built in mode 'mean' but the run uses mode 'sum'"):
-        read_reference(mean_artifact, mode=SUM, scores_path=scored / "val.parquet")
+    with pytest.raises(ScaleArtifactMismatch, match=r"mean.json: mode: built in mode 'mean' but the run uses mode 'sum'"):
+        read_scale_artifact(mean_artifact, mode=SUM, scores_path=scored / "val.parquet")
 
 
 def test_a_mean_artifact_relabelled_sum_is_refused_by_the_recomputed_c_base(scored, mean_artifact, tmp_path):
     """The issue's case: one field changed ("mode": "sum") and a sum run trained on the mean-scale c_base."""
     relabelled = edited(mean_artifact, tmp_path, mode="sum")
-    with pytest.raises(ReferenceMismatch, match=r"edited.json: c_base: .* disagrees with .* recomputed from .*val.parquet in mode 'sum'"):
-        read_reference(relabelled, mode=SUM, scores_path=scored / "val.parquet")
+    refusal = r"edited.json: c_base: .* disagrees with .* recomputed from .*val.parquet in mode 'sum'"
+    with pytest.raises(ScaleArtifactMismatch, match=refusal):
+        read_scale_artifact(relabelled, mode=SUM, scores_path=scored / "val.parquet")
 
 
 @pytest.mark.parametrize("factor", [100.0, 1 + 1e-6])
 def test_a_hand_edited_c_base_is_refused(scored, mean_artifact, tmp_path, factor):
     c_base = json.loads(mean_artifact.read_text())["c_base"]
-    with pytest.raises(ReferenceMismatch, match=r"edited.json: c_base: .* disagrees"):
-        read_reference(edited(mean_artifact, tmp_path, c_base=c_base * factor), mode=MEAN, scores_path=scored / "val.parquet")
+    with pytest.raises(ScaleArtifactMismatch, match=r"edited.json: c_base: .* disagrees"):
+        read_scale_artifact(edited(mean_artifact, tmp_path, c_base=c_base * factor), mode=MEAN, scores_path=scored / "val.parquet")
 
 
 def test_an_artifact_of_other_scores_or_another_checkpoint_is_refused(scored, mean_artifact, tmp_path):
     scores = read_scores(scored / "val.parquet")
     rescored = tmp_path / "val.parquet"  # the same NLLs, from a checkpoint with another hash
     write_scores(scores.frame, rescored, split="val", metadata={**scores.metadata, "checkpoint_sha256": "0" * 64})
-    with pytest.raises(ReferenceMismatch, match=r"mean.json: scores_sha256: came from scores with sha256 .* but the run was given"):
-        read_reference(mean_artifact, mode=MEAN, scores_path=rescored)
+    with pytest.raises(ScaleArtifactMismatch, match=r"mean.json: scores_sha256: came from scores with sha256 .* but the run was given"):
+        read_scale_artifact(mean_artifact, mode=MEAN, scores_path=rescored)
     other_checkpoint = edited(mean_artifact, tmp_path, scores_sha256=sha256_file(rescored))
-    with pytest.raises(ReferenceMismatch, match=r"edited.json: zfree_checkpoint_sha256 .* is not that of the checkpoint that scored"):
-        read_reference(other_checkpoint, mode=MEAN, scores_path=rescored)
+    with pytest.raises(ScaleArtifactMismatch, match=r"edited.json: zfree_checkpoint_sha256 .* is not that of the checkpoint that scored"):
+        read_scale_artifact(other_checkpoint, mode=MEAN, scores_path=rescored)
 
 
 def test_an_unreadable_or_incomplete_artifact_is_refused(scored, tmp_path):
     (tmp_path / "broken.json").write_text(json.dumps({"mode": "mean"}))
-    with pytest.raises(ReferenceMismatch, match="broken.json lacks"):
-        read_reference(tmp_path / "broken.json", mode=MEAN, scores_path=scored / "val.parquet")
+    with pytest.raises(ScaleArtifactMismatch, match="broken.json lacks"):
+        read_scale_artifact(tmp_path / "broken.json", mode=MEAN, scores_path=scored / "val.parquet")
     (tmp_path / "truncated.json").write_text('{"mode": "me')
-    with pytest.raises(ReferenceMismatch, match="truncated.json is not valid JSON"):
-        read_reference(tmp_path / "truncated.json", mode=MEAN, scores_path=scored / "val.parquet")
+    with pytest.raises(ScaleArtifactMismatch, match="truncated.json is not valid JSON"):
+        read_scale_artifact(tmp_path / "truncated.json", mode=MEAN, scores_path=scored / "val.parquet")
 
 
 def test_cli_refuses_unknown_mode_and_writes_nothing(scored, tmp_path):

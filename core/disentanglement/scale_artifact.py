@@ -1,10 +1,10 @@
 """The mode-matched reference scale c_base^a as a JSON artifact.
 
-    python -m core.disentanglement.reference --scores results/zfree/scores/val.parquet \
+    python -m core.disentanglement.scale_artifact --scores results/zfree/scores/val.parquet \
         --mode sum --out results/reference/sum.json
 
 c_base^a = E_{i in val}[A_a(b_i)] from validation scores only. The artifact
-carries its mode and the sha256 of the scores it came from; read_reference
+carries its mode and the sha256 of the scores it came from; read_scale_artifact
 recomputes c_base from the run's own validation scores in the run's own mode
 and refuses an artifact that disagrees in any of them, so a sum run can never
 divide by a mean-scale (or hand-edited) reference.
@@ -28,21 +28,21 @@ REFERENCE_SPLIT = "val"
 C_BASE_TOLERANCE = 1e-9  # relative: the recomputation repeats the same float64 sums, so only JSON's round trip may differ
 
 
-class ReferenceMismatch(ValueError):
+class ScaleArtifactMismatch(ValueError):
     """A reference artifact that does not belong to the run that asked for it."""
 
 
-def build_reference(scores_path: str | Path, mode: AggregationMode) -> dict:
+def build_scale_artifact(scores_path: str | Path, mode: AggregationMode) -> dict:
     mode = check_aggregation_mode(mode)
     scores = read_scores(scores_path)
     if scores.split != REFERENCE_SPLIT:
-        raise ReferenceMismatch(
+        raise ScaleArtifactMismatch(
             f"scores file {scores.path} holds the {scores.split!r} split; c_base must come from {REFERENCE_SPLIT!r} records only"
         )
     base_nll, mask = scores.padded()
     c_base = float(reference_scale(base_nll, mask, mode))  # float64 throughout
     if not c_base > 0:
-        raise ReferenceMismatch(f"scores file {scores.path}: token_nll is 0 everywhere, so c_base is 0 and no term can divide by it")
+        raise ScaleArtifactMismatch(f"scores file {scores.path}: token_nll is 0 everywhere, so c_base is 0 and no term can divide by it")
     counts = scores.frame["n"]
     return {
         "mode": mode.value,
@@ -58,7 +58,7 @@ def build_reference(scores_path: str | Path, mode: AggregationMode) -> dict:
     }
 
 
-def read_reference(path: str | Path, *, mode: AggregationMode, scores_path: str | Path) -> dict:
+def read_scale_artifact(path: str | Path, *, mode: AggregationMode, scores_path: str | Path) -> dict:
     """The artifact at `path`, checked rather than trusted: c_base^a is recomputed from `scores_path` in `mode`, and the
     artifact's mode, scores sha256, z-free checkpoint sha256 and c_base (relative 1e-9) must agree with the recomputation.
 
@@ -71,29 +71,29 @@ def read_reference(path: str | Path, *, mode: AggregationMode, scores_path: str 
     try:
         reference = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ReferenceMismatch(f"reference artifact {path} is not valid JSON: {err}") from err
+        raise ScaleArtifactMismatch(f"reference artifact {path} is not valid JSON: {err}") from err
     missing = [key for key in ("mode", "c_base", "scores_sha256", "zfree_checkpoint_sha256") if key not in reference]
     if not isinstance(reference, dict) or missing:
-        raise ReferenceMismatch(f"reference artifact {path} lacks {missing or 'a JSON object'}")
+        raise ScaleArtifactMismatch(f"reference artifact {path} lacks {missing or 'a JSON object'}")
     if reference["mode"] != mode.value:
-        raise ReferenceMismatch(
+        raise ScaleArtifactMismatch(
             f"reference artifact {path}: mode: built in mode {reference['mode']!r} but the run uses mode {mode.value!r}; "
             f"c_base must be recomputed with the run's mode (reference/{mode.value}.json)"
         )
-    expected = build_reference(scores_path, mode)
+    expected = build_scale_artifact(scores_path, mode)
     if reference["scores_sha256"] != expected["scores_sha256"]:
-        raise ReferenceMismatch(
+        raise ScaleArtifactMismatch(
             f"reference artifact {path}: scores_sha256: came from scores with sha256 {reference['scores_sha256']}, "
             f"but the run was given {scores_path} with sha256 {expected['scores_sha256']}"
         )
     if reference["zfree_checkpoint_sha256"] != expected["zfree_checkpoint_sha256"]:
-        raise ReferenceMismatch(
+        raise ScaleArtifactMismatch(
             f"reference artifact {path}: zfree_checkpoint_sha256 {reference['zfree_checkpoint_sha256']} is not that of "
             f"the checkpoint that scored {scores_path} ({expected['zfree_checkpoint_sha256']})"
         )
     c_base = reference["c_base"]
     if not isinstance(c_base, int | float) or not math.isclose(c_base, expected["c_base"], rel_tol=C_BASE_TOLERANCE, abs_tol=0.0):
-        raise ReferenceMismatch(
+        raise ScaleArtifactMismatch(
             f"reference artifact {path}: c_base: {c_base!r} disagrees with {expected['c_base']!r} recomputed from {scores_path} "
             f"in mode {mode.value!r} (relative tolerance {C_BASE_TOLERANCE:g}); rebuild the artifact"
         )
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="output JSON artifact")
     args = parser.parse_args(argv)
     try:
-        reference = build_reference(args.scores, parse_aggregation_mode(args.mode, "--mode"))
+        reference = build_scale_artifact(args.scores, parse_aggregation_mode(args.mode, "--mode"))
     except (ValueError, FileNotFoundError) as err:
         sys.exit(f"error: {err}")
     write_json(reference, args.out)
