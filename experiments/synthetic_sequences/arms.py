@@ -20,6 +20,7 @@ ARMS = (*MODE_ARMS, *CONTROL_ARMS)
 # sum - mean is the effect; the control contrasts say how much of it each confound reproduces
 COMPARISONS = (("sum", "mean"), ("scale", "mean"), ("balance", "mean"), ("sum", "scale"), ("sum", "balance"))
 COMPARISON_NAMES = tuple(f"{a}-{b}" for a, b in COMPARISONS)  # the tables' `comparison` column
+MODE_EFFECT = COMPARISON_NAMES[0]  # "sum-mean": the aggregation mode's own effect
 
 # a term's primary endpoint (planning/endpoints.py: take-up unless its run entry declares onset)
 TAKE_UP, ONSET = "take-up", "onset"
@@ -35,6 +36,11 @@ def arm_name(mode: str, controls: str) -> str:
     """A run's arm: its mode in a main family (as the plain name the tables write), its control's kind in a control
     family."""
     return str(mode) if controls == NO_CONTROL else controls
+
+
+def main_family(family: str, control_of: Mapping[str, str]) -> str:
+    """The main family a family's runs are read under: a control family's main family, else the family itself."""
+    return control_of.get(family, family)
 
 
 def arm_group(family: str, term: str, alpha: float, controls: str, control_of: Mapping[str, str]) -> tuple[str, str, float]:

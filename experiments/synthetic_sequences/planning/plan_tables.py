@@ -9,6 +9,7 @@ import json
 import shlex
 
 from core.disentanglement.cli import format_pairs
+from experiments.synthetic_sequences.arms import main_family
 from experiments.synthetic_sequences.planning.bindings import (
     GRID_FOLDER,
     block_input,
@@ -120,7 +121,7 @@ class TablesStage:
         if not self.beta_axis():
             return None
         control_of = control_families(self.config["families"])
-        return sorted({(control_of.get(spec.family, spec.family), spec.term) for spec in self.grid.values()})
+        return sorted({(main_family(spec.family, control_of), spec.term) for spec in self.grid.values()})
 
     def plot_files(self) -> list[str]:
         return [self.results(f"plots/{plot}.png") for plot in plot_names(self.plot_terms())]

@@ -54,7 +54,7 @@ SMALLEST_INCREMENT = 1e-6  # a look spending less alpha than this can decide not
 
 @dataclass(frozen=True)
 class Decision:
-    comparison: str  # "sum-mean"
+    comparison: str  # arms.COMPARISON_NAMES: "sum-mean", ...
     decision: str  # raises, lowers, or design's EQUIVALENT, OPEN, UNDECIDED
     look: int  # the look that made it (the current one while open)
     runs_per_arm: int

@@ -14,15 +14,10 @@ import pandas as pd
 from experiments.synthetic_sequences.analysis.comparisons.contrasts import MARGINS
 from experiments.synthetic_sequences.analysis.report.figure_style import MODE_COLOURS, save
 from experiments.synthetic_sequences.analysis.report.verdict import ENDPOINTS
-from experiments.synthetic_sequences.arms import ONSET_STEP, TOOK_UP
+from experiments.synthetic_sequences.arms import COMPARISON_NAMES, MODE_EFFECT, ONSET_STEP, TOOK_UP
 
-COMPARISON_COLOURS = {
-    "sum-mean": "#DD8452",
-    "scale-mean": "#55A868",
-    "balance-mean": "#8172B3",
-    "sum-scale": "#2F7D4A",
-    "sum-balance": "#5A4A8C",
-}
+# sum-mean, scale-mean, balance-mean, sum-scale, sum-balance
+COMPARISON_COLOURS = dict(zip(COMPARISON_NAMES, ("#DD8452", "#55A868", "#8172B3", "#2F7D4A", "#5A4A8C"), strict=True))
 NOTHING_TO_COMPARE = "nothing to compare (no runs or pairs in this subset)"
 TITLE_WIDTH = 52  # characters of a forest panel's title line at font size 8: the panel is 4.2 inches wide
 
@@ -63,7 +58,7 @@ def forest(
     sequential design, each row's label gives the design's take-up decision and the intervals are named naive.
     `term_labels`: (family, term, alpha) -> the term as the cross-term table names it (a hybrid with its coefficients)."""
     panels = [endpoint for endpoint in ENDPOINTS if endpoint.metric != ONSET_STEP]
-    effects = contrasts[contrasts.comparison == "sum-mean"]
+    effects = contrasts[contrasts.comparison == MODE_EFFECT]
     groups = sorted(effects.groupby(["family", "term", "alpha"]).groups)
     if not groups:  # a calibration trains mean arms only
         fig, ax = plt.subplots(figsize=(6, 1.2))

@@ -22,7 +22,7 @@ from statsmodels.stats.multitest import multipletests
 
 from experiments.synthetic_sequences.analysis.comparisons.contrasts import arms, takeup_count, term_arms
 from experiments.synthetic_sequences.analysis.statistics.inference import kaplan_meier
-from experiments.synthetic_sequences.arms import ARMS, CONTROL_ARMS, ONSET, ONSET_STEP
+from experiments.synthetic_sequences.arms import ARMS, CONTROL_ARMS, MODE_EFFECT, ONSET, ONSET_STEP
 from experiments.synthetic_sequences.sequential.text import decision_text
 
 ACROSS = "p (Holm across the pilot)"
@@ -76,7 +76,7 @@ def design_decisions(looks: Sequence[Mapping]) -> dict[tuple[str, str, float], s
         return {}
     decided = {}
     for group in looks[-1]["groups"]:
-        decision = group["decisions"].get("sum-mean")
+        decision = group["decisions"].get(MODE_EFFECT)
         if decision is not None:
             text = decision_text(decision, len(looks[0]["design"]["looks"]))
             at = "" if text.startswith(("open", "undecided")) else f" (look {decision['look']})"
@@ -131,7 +131,7 @@ def cross_term_table(
         return table
     planned = contrasts[contrasts.adjustment == "holm"].reset_index(drop=True)
     planned["across"] = holm_across(planned["p"].astype(float))
-    effect = planned[planned.comparison == "sum-mean"].set_index(["family", "term", "alpha"])["across"]
+    effect = planned[planned.comparison == MODE_EFFECT].set_index(["family", "term", "alpha"])["across"]
     table[ACROSS] = [effect.get((row.family, row.term, row.alpha), math.nan) for row in table.itertuples()]
     return table
 

@@ -37,7 +37,7 @@ from experiments.synthetic_sequences.analysis.report.contrast_plots import delta
 from experiments.synthetic_sequences.analysis.report.cross_term import DESIGN_DECISION, TERM_LABEL  # noqa: E402
 from experiments.synthetic_sequences.analysis.report.figure_style import ARM_STYLES, arm_column, save  # noqa: E402
 from experiments.synthetic_sequences.analysis.statistics.inference import kaplan_meier  # noqa: E402
-from experiments.synthetic_sequences.arms import ONSET_STEP, TOOK_UP
+from experiments.synthetic_sequences.arms import ONSET_STEP, TOOK_UP, main_family
 from experiments.synthetic_sequences.metrics import METRICS, view  # noqa: E402
 from experiments.synthetic_sequences.planning.grid import parse_control_of  # noqa: E402
 from experiments.synthetic_sequences.planning.plan_tables import TERM_PLOTS, plot_names  # noqa: E402
@@ -74,7 +74,7 @@ def curves(table: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
     """A row per (main family, term, alpha), a column per metric of the curve_panels view; controls drawn in their parent's row."""
     keyed = table.assign(
         arm=arm_column(table),
-        panel_family=table.family.map(lambda family: control_of.get(family, family)),
+        panel_family=table.family.map(lambda family: main_family(family, control_of)),
     )
     panels = sorted(keyed.groupby(["panel_family", "term", "alpha"]).groups)
     metrics = [m for m in view("curve_panels") if m in set(keyed.metric)]
@@ -112,7 +112,7 @@ def takeup_curve(ax, arm: pd.DataFrame, colour: str, style: str, label: str) -> 
 
 def takeup(runs: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
     """A row per (main family, term, alpha): the take-up curves, then the per-seed strips of I(x;z) and strategy information."""
-    keyed = runs.assign(arm=arm_column(runs), panel_family=runs.family.map(lambda family: control_of.get(family, family)))
+    keyed = runs.assign(arm=arm_column(runs), panel_family=runs.family.map(lambda family: main_family(family, control_of)))
     panels = sorted(keyed.groupby(["panel_family", "term", "alpha"]).groups)
     strips = dict(zip(view("takeup_strips"), ("final test I(x;z) (nats)", "strategy information"), strict=True))
     fig, axes = plt.subplots(len(panels), 1 + len(strips), figsize=(13, 3.2 * len(panels)), squeeze=False)
@@ -139,7 +139,7 @@ def takeup(runs: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
 
 def main_terms(frame: pd.DataFrame, control_of: Mapping[str, str]) -> list[tuple[str, str]]:
     """Each row's (main family, term): a control family's rows under its main family's."""
-    return list(zip(frame.family.map(lambda family: control_of.get(family, family)), frame.term, strict=True))
+    return list(zip(frame.family.map(lambda family: main_family(family, control_of)), frame.term, strict=True))
 
 
 def rows_of(frame: pd.DataFrame, keys: list[tuple[str, str]], key: tuple[str, str]) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from experiments.synthetic_sequences.analysis.report.phrases import (
 )
 from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA, POWER, kaplan_meier
 from experiments.synthetic_sequences.analysis.statistics.multiplicity import DECISION_DIGITS
-from experiments.synthetic_sequences.arms import BLOCK, CONTROL_ARMS, ONSET_STEP, TOOK_UP
+from experiments.synthetic_sequences.arms import BLOCK, CONTROL_ARMS, MODE_EFFECT, ONSET_STEP, TOOK_UP
 from experiments.synthetic_sequences.metrics import view
 
 RULE = f"""Endpoints, in order (contrasts.py has the tests; p values are adjusted: Holm for take-up, Benjamini-Hochberg
@@ -101,7 +101,7 @@ COLUMNS = [
 
 def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, planned: int) -> dict:
     """One endpoint of one (family, term, alpha): its reading, each control's share and the sentence."""
-    effect_row = rows.get("sum-mean")
+    effect_row = rows.get(MODE_EFFECT)
     margin = MARGINS.get(endpoint.metric, math.nan)
     if effect_row is None:
         text = f"{endpoint.label}: no seed has runs in both arms to compare."
