@@ -84,6 +84,13 @@ def test_boschloo_edges_and_its_exact_power():
     assert inference.takeup_seeds_needed(1.0, 0.0, margin=0.3, alpha=0.01) == 4  # 4/4 vs 0/4: p = 2 / 2^8 < 0.01
 
 
+@pytest.mark.parametrize(("n", "alpha"), [(7, 0.05), (8, 0.0125)])
+def test_boschloos_rejection_region_is_every_table_its_test_rejects(n, alpha):
+    """The walk's region against testing each of the (n + 1)^2 tables."""
+    every = {(a, b) for a in range(n + 1) for b in range(n + 1) if multiplicity.rejects(inference.boschloo_p(a, n, b, n), alpha)}
+    assert inference.boschloo_rejections(n, alpha) == every and len(every) > 2
+
+
 def test_tost_reads_a_tight_difference_inside_the_margin_as_equivalent():
     assert inference.tost_p(np.array([0.01, 0.02, 0.0, 0.01]), margin=0.05) < 0.05
     assert inference.tost_p(np.array([0.3, 0.5, 0.1]), margin=0.05) > 0.5

@@ -1,9 +1,9 @@
 """Template recovery: every pilot run's parameters come back from what Slurm and Snakemake record of its chunk's job."""
 
-import json
 import shlex
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,8 +11,8 @@ import pytest
 import yaml
 from snakemake_executor_plugin_slurm.utils import get_job_wildcards
 from snakemake_interface_executor_plugins.utils import TargetSpec, encode_target_jobs_cli_args
+from test_plan import load_files
 
-from experiments.synthetic_sequences.planning.bindings import GRID_FOLDER
 from experiments.synthetic_sequences.planning.slurm_jobs import CHUNK_WILDCARDS, parse_job_comment, runs_of_slurm_job
 from experiments.synthetic_sequences.run_layout import GridError, parse_run_path, run_path
 
@@ -30,41 +30,20 @@ def fixed_design(configfile, folder):
     return str(path)
 
 
-def dry_run_train_jobs(configfile, results, *config):
-    """(wildcard values in the job's own order, the chunk's run directories) of every train_run job of a forced dry run;
-    a sequential design's config is read as a fixed design on 1 block."""
-    configfile = fixed_design(configfile, Path(results))
+def dry_run_train_jobs(configfile, folder):
+    """(wildcard values in the job's own order, the chunk's run directories) of every train_run job of a forced dry run,
+    and the runs of the grid's record; a sequential design's config is read as a fixed design on 1 block."""
+    configfile = fixed_design(configfile, folder)
+    results = folder / "results"
     run = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--forceall", "--configfile", configfile, "--config", f"results={results}", *config],
+        [sys.executable, "-m", "snakemake", "-n", "--forceall", "--configfile", configfile, "--config", f"results={results}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    # a dry run writes nothing: the grid's record is the one job of rule record_grid, its file named by its content
-    recorded = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "record_grid",
-            "--cores",
-            "1",
-            "--configfile",
-            configfile,
-            "--config",
-            f"results={results}",
-            *config,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert recorded.returncode == 0, recorded.stderr[-2000:]
-    (record,) = (Path(results) / GRID_FOLDER).glob("*.json")
-    grid = json.loads(record.read_text())["runs"]
+    grid = list(load_files(folder, [configfile]).grid_document["runs"])  # what rule record_grid writes (a dry run writes nothing)
     jobs, rule = [], None
     for line in run.stdout.splitlines():
         stripped = line.strip()
@@ -76,7 +55,13 @@ def dry_run_train_jobs(configfile, results, *config):
             first, last = map(int, values["chunk"].split("-"))
             runs = [path for path in grid if path.startswith(f"{arm}/seed") and first <= int(path.rsplit("seed", 1)[1]) <= last]
             jobs.append((list(values.values()), runs))
-    return jobs, list(grid)
+    return jobs, grid
+
+
+@pytest.fixture(scope="module")
+def train_jobs(tmp_path_factory):
+    """dry_run_train_jobs, once per config file for the module."""
+    return cache(lambda configfile: dry_run_train_jobs(configfile, tmp_path_factory.mktemp("dry_run")))
 
 
 # the pilot as a fixed design on 1 block: 20 arms x 2 chunks of 2 seeds; curve.yaml on 1 of its blocks: 92 arms on a
@@ -85,12 +70,12 @@ def dry_run_train_jobs(configfile, results, *config):
     ("configfile", "chunks", "config"),
     [("config/pilot.yaml", 40, {}), ("config/config.yaml", 20, {}), ("config/curve.yaml", 92, {"references": [21]})],
 )
-def test_every_run_is_recovered_from_its_jobs_comment_and_log_path(configfile, chunks, config, tmp_path):
+def test_every_run_is_recovered_from_its_jobs_comment_and_log_path(configfile, chunks, config, train_jobs, tmp_path):
     if config:  # cut to fewer blocks: snakemake's --config reads a list as text
         cut = tmp_path / "cut.yaml"
         cut.write_text(yaml.safe_dump({**yaml.safe_load((ROOT / configfile).read_text()), **config}))
         configfile = str(cut)
-    jobs, grid = dry_run_train_jobs(configfile, tmp_path)
+    jobs, grid = train_jobs(configfile)
     assert len(jobs) == chunks and sorted(run for _, runs in jobs for run in runs) == sorted(grid)
     for values, runs in jobs:
         wildcard_str = get_job_wildcards(SimpleNamespace(wildcards=values))  # the plugin's own function
@@ -122,9 +107,9 @@ def test_a_group_jobs_runs_are_recovered_from_its_submit_line():
 
 
 @pytest.mark.parametrize("configfile", ["config/pilot.yaml", "config/config.yaml"])
-def test_every_run_is_recovered_from_a_group_jobs_command(configfile, tmp_path):
+def test_every_run_is_recovered_from_a_group_jobs_command(configfile, train_jobs):
     """The command snakemake writes for a group of every chunk, quoted as the plugin quotes it, names them all."""
-    jobs, grid = dry_run_train_jobs(configfile, tmp_path)
+    jobs, grid = train_jobs(configfile)
     targets = encode_target_jobs_cli_args([TargetSpec("train_run", dict(zip(CHUNK_WILDCARDS, v, strict=True))) for v, _ in jobs])
     command = f"python -m snakemake --target-jobs {' '.join(map(shlex.quote, targets))} --allowed-rules train_run"
     assert runs_of_slurm_job("rule_train_train_run", command, grid) == [parse_run_path(run) for _, runs in jobs for run in runs]

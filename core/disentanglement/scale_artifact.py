@@ -29,7 +29,7 @@ C_BASE_TOLERANCE = 1e-9  # relative: the recomputation repeats the same float64 
 
 
 class ScaleArtifactMismatch(ValueError):
-    """A reference artifact that does not belong to the run that asked for it."""
+    """A c_base file that does not belong to the run that asked for it."""
 
 
 def build_scale_artifact(scores_path: str | Path, mode: AggregationMode) -> dict:
@@ -67,34 +67,34 @@ def read_scale_artifact(path: str | Path, *, mode: AggregationMode, scores_path:
     mode = check_aggregation_mode(mode)
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"reference artifact {path} does not exist")
+        raise FileNotFoundError(f"c_base file {path} does not exist")
     try:
         reference = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ScaleArtifactMismatch(f"reference artifact {path} is not valid JSON: {err}") from err
+        raise ScaleArtifactMismatch(f"c_base file {path} is not valid JSON: {err}") from err
     missing = [key for key in ("mode", "c_base", "scores_sha256", "zfree_checkpoint_sha256") if key not in reference]
     if not isinstance(reference, dict) or missing:
-        raise ScaleArtifactMismatch(f"reference artifact {path} lacks {missing or 'a JSON object'}")
+        raise ScaleArtifactMismatch(f"c_base file {path} lacks {missing or 'a JSON object'}")
     if reference["mode"] != mode.value:
         raise ScaleArtifactMismatch(
-            f"reference artifact {path}: mode: built in mode {reference['mode']!r} but the run uses mode {mode.value!r}; "
+            f"c_base file {path}: mode: built in mode {reference['mode']!r} but the run uses mode {mode.value!r}; "
             f"c_base must be recomputed with the run's mode (reference/{mode.value}.json)"
         )
     expected = build_scale_artifact(scores_path, mode)
     if reference["scores_sha256"] != expected["scores_sha256"]:
         raise ScaleArtifactMismatch(
-            f"reference artifact {path}: scores_sha256: came from scores with sha256 {reference['scores_sha256']}, "
+            f"c_base file {path}: scores_sha256: came from scores with sha256 {reference['scores_sha256']}, "
             f"but the run was given {scores_path} with sha256 {expected['scores_sha256']}"
         )
     if reference["zfree_checkpoint_sha256"] != expected["zfree_checkpoint_sha256"]:
         raise ScaleArtifactMismatch(
-            f"reference artifact {path}: zfree_checkpoint_sha256 {reference['zfree_checkpoint_sha256']} is not that of "
+            f"c_base file {path}: zfree_checkpoint_sha256 {reference['zfree_checkpoint_sha256']} is not that of "
             f"the checkpoint that scored {scores_path} ({expected['zfree_checkpoint_sha256']})"
         )
     c_base = reference["c_base"]
     if not isinstance(c_base, int | float) or not math.isclose(c_base, expected["c_base"], rel_tol=C_BASE_TOLERANCE, abs_tol=0.0):
         raise ScaleArtifactMismatch(
-            f"reference artifact {path}: c_base: {c_base!r} disagrees with {expected['c_base']!r} recomputed from {scores_path} "
+            f"c_base file {path}: c_base: {c_base!r} disagrees with {expected['c_base']!r} recomputed from {scores_path} "
             f"in mode {mode.value!r} (relative tolerance {C_BASE_TOLERANCE:g}); rebuild the artifact"
         )
     return reference

@@ -183,8 +183,8 @@ class Plan(TablesStage):
         settings = runs[0].trainer_settings()
         if self.train_gpus(wildcards) > 0:
             settings.setdefault("device", "auto")
-        if runs[0].warm_start:
-            settings["init_decoder"] = self.zfree_checkpoint(runs[0].block)
+        if warm_start := self.warm_start_checkpoint(wildcards):
+            (settings["init_decoder"],) = warm_start
         settings["seed"] = [training_seed(spec.block, spec.seed) for spec in runs]
         settings["run_dir"] = [run_directory(self.config["results"], spec.path) for spec in runs]
         return cli_arguments(settings)

@@ -1,7 +1,7 @@
 """A training run's inputs, read and checked before anything is written to its run directory.
 
 Nothing is taken on trust: the records, the z-free scores of the train and val
-splits, the reference artifact (whose c_base is recomputed from the val scores
+splits, the c_base file (whose c_base is recomputed from the val scores
 in the run's own mode) and the warm-start checkpoint. Each refusal is one line
 that names the file and the field.
 """
@@ -44,7 +44,7 @@ def check_one_checkpoint(scores: dict) -> None:
 
 def check_one_block(config: TrainConfig, scores: dict, sha256: dict[str, str]) -> None:
     """Every input of the run's own reference block: scores of the z-free model of seed `zfree_seed`, and a warm start
-    from the very checkpoint that scored them (its sha256, from the run's input hashes). The reference artifact is bound
+    from the very checkpoint that scored them (its sha256, from the run's input hashes). The c_base file is bound
     to the val scores by read_scale_artifact."""
     val = scores["val"]
     recorded = val.metadata.get("zfree_seed")

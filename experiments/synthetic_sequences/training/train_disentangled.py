@@ -11,7 +11,7 @@
 `--seed` and `--run-dir` take one value per seed, in pairs: the seeds train together in one process (cvae_run.py),
 each written to its own run directory. One flag per other setting of settings.TrainConfig, with the help text written
 beside each field: the workflow's plan writes a chunk's flags from its runs' settings (planning/plan.Plan.chunk_flags).
-Before anything is written, every input is checked (inputs.py): the reference artifact's c_base is recomputed from the validation
+Before anything is written, every input is checked (inputs.py): the c_base file's c_base is recomputed from the validation
 scores in the run's own mode, and the scores must be of exactly the given records, from one z-free checkpoint. The
 runs themselves (outputs, resume on a rerun after a signal) are cvae_run.py's.
 """

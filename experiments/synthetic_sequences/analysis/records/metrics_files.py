@@ -70,7 +70,7 @@ def reextract_advice(pilot: PilotCommand) -> str:
     return f"re-extract without retraining: {pilot.command(targets=['tables'], flags=['--forcerun', 'extract_metrics'])}"
 
 
-EXTRACT = "python -m experiments.synthetic_sequences.analysis.records.metrics_files --run-dir {run_dir} --out {out}"
+EXTRACT = f"python -m {__spec__.name} --run-dir {{run_dir}} --out {{out}}"  # this module's command line (rule extract_metrics)
 RUN_COLUMNS = [
     "family",
     "reference",

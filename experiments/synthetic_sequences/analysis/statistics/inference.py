@@ -80,19 +80,19 @@ def smallest_boschloo_p(n_a: int, n_b: int) -> float:
 def boschloo_rejections(n: int, alpha: float = ALPHA) -> frozenset[tuple[int, int]]:
     """The tables (k_a, k_b) of n runs per arm that Boschloo's test rejects at `alpha`.
 
-    For each k_b the rejected k_a > k_b form an upper run (a larger k_a only makes the table more extreme), found by
-    bisection; the test's symmetry gives the k_a < k_b half.
+    For each k_b the rejected k_a > k_b form an upper run (a larger k_a only makes the table more extreme) whose first
+    k_a does not fall as k_b rises, so one walk up k_a finds every run's start; once no k_a is rejected, none is for a
+    larger k_b. The test's symmetry gives the k_a < k_b half. (The walk's region is that of testing every table and
+    of a bisection over k_a for each k_b where they were compared: docs/findings.md, 2026-12-06.)
     """
-    rejected = set()
+    rejected, first = set(), 1
     for k_b in range(n):
-        low, high = k_b + 1, n + 1  # the first rejected k_a lies in [low, high]; high means none
-        while low < high:
-            middle = (low + high) // 2
-            if rejects(boschloo_p(middle, n, k_b, n), alpha):
-                high = middle
-            else:
-                low = middle + 1
-        rejected.update((k_a, k_b) for k_a in range(low, n + 1))
+        first = max(first, k_b + 1)
+        while first <= n and not rejects(boschloo_p(first, n, k_b, n), alpha):
+            first += 1
+        if first > n:
+            break
+        rejected.update((k_a, k_b) for k_a in range(first, n + 1))
     return frozenset(rejected | {(k_b, k_a) for k_a, k_b in rejected})
 
 
