@@ -7,7 +7,7 @@ from core.disentanglement.config import AGGREGATION_MODES, OPTIMISABLE_TERMS
 from core.disentanglement.registry import alternation
 from experiments.synthetic_sequences.planning.chunks import CHUNK_PATTERN
 from experiments.synthetic_sequences.planning.grid import FAMILY_PATTERN
-from experiments.synthetic_sequences.planning.plan_tables import TERM_PLOTS
+from experiments.synthetic_sequences.planning.plan_tables import EXTRACT_METRICS, TERM_PLOTS
 from experiments.synthetic_sequences.run_layout import CHUNK_TEMPLATE, LOOK_TEMPLATE, METRICS_TEMPLATE, REFERENCE_ARTIFACTS, RUN_TEMPLATE
 
 RUN = RUN_TEMPLATE  # a run directory under runs/, and its metrics file under metrics/ (run_layout)

@@ -28,7 +28,7 @@ rule extract_metrics:
     params:
         run_dir=PLAN.run_folder,
     shell:
-        "python -m experiments.synthetic_sequences.analysis.records.metrics_files --run-dir {params.run_dir:q} --out {output:q} > {log:q} 2>&1"
+        EXTRACT_METRICS.format(run_dir="{params.run_dir:q}", out="{output:q}") + " > {log:q} 2>&1"
 
 
 rule aggregate_tables:

@@ -32,6 +32,8 @@ PLOTS = ("takeup", "separation", "latent_usage", "mean_vs_sum", "curves", "fores
 # On a beta axis these grow a row of panels per beta: each is drawn one file per (main family, term) instead
 # (analysis/report/plots.py), so that every file opens at 100% and stays small.
 TERM_PLOTS = ("takeup", "curves")
+# one run's metrics file, as rule extract_metrics writes it and a refusal advises re-extracting it (records/metrics_files.py)
+EXTRACT_METRICS = "python -m experiments.synthetic_sequences.analysis.records.metrics_files --run-dir {run_dir} --out {out}"
 
 
 def plot_names(terms: list[tuple[str, str]] | None = None) -> list[str]:

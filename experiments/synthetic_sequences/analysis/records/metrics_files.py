@@ -39,6 +39,7 @@ from experiments.synthetic_sequences.analysis.records.run_files import (
 from experiments.synthetic_sequences.metrics import view
 from experiments.synthetic_sequences.planning.bindings import RUN_FIELD_SCHEMAS, RUN_FIELDS, run_record
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand
+from experiments.synthetic_sequences.planning.plan_tables import EXTRACT_METRICS
 from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
 from experiments.synthetic_sequences.run_layout import (
     EVALUATION,
@@ -70,7 +71,6 @@ def reextract_advice(pilot: PilotCommand) -> str:
     return f"re-extract without retraining: {pilot.command(targets=['tables'], flags=['--forcerun', 'extract_metrics'])}"
 
 
-EXTRACT = f"python -m {__spec__.name} --run-dir {{run_dir}} --out {{out}}"  # this module's command line (rule extract_metrics)
 RUN_COLUMNS = [
     "family",
     "reference",
@@ -229,7 +229,7 @@ def check_extracted(records: Mapping[str, list[dict]], results: str | Path, pilo
         return
     path, run_dir, difference = differing[0]
     if len(differing) == 1:
-        command = EXTRACT.format(run_dir=shlex.quote(run_dir), out=shlex.quote(str(path)))
+        command = EXTRACT_METRICS.format(run_dir=shlex.quote(run_dir), out=shlex.quote(str(path)))
         raise ValueError(f"{path} is not what extracting its run {run_dir} gives today ({difference}); re-extract it: {command}")
     raise ValueError(
         f"{len(differing)} metrics files are not what extracting their runs gives today, the first {path} (run {run_dir}: "
