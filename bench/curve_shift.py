@@ -30,17 +30,27 @@ BLOCK_SD = 0.5
 
 
 def pilot(
-    rng: np.random.Generator, log_k: float, blocks: int, seeds: int, betas: np.ndarray, slope: float = SLOPE, below: float = 1.0
+    rng: np.random.Generator,
+    log_k: float,
+    blocks: int,
+    seeds: int,
+    betas: np.ndarray,
+    slope: float = SLOPE,
+    below: float = 1.0,
+    block_sd: float = BLOCK_SD,
+    mode_sd: float = 0.0,
 ) -> pd.DataFrame:
     """One simulated curve config's mean and sum runs of one (family, term) (module docstring); mean's beta_50 lies a
-    factor `below` under the betas' geometric centre (a design centred between mean's cliff and sum's)."""
-    offsets = rng.normal(0.0, BLOCK_SD, blocks)
+    factor `below` under the betas' geometric centre (a design centred between mean's cliff and sum's). With `mode_sd`,
+    each block's sum also moves its logit by its own v_block ~ N(0, mode_sd): the blocks disagree about the shift."""
+    offsets = rng.normal(0.0, block_sd, blocks)
+    mode_effects = rng.normal(0.0, mode_sd, blocks) if mode_sd > 0 else np.zeros(blocks)
     centre = float(np.mean(np.log(betas))) - math.log(below)
     rows = []
-    for block, offset in enumerate(offsets):
+    for block, (offset, mode_effect) in enumerate(zip(offsets, mode_effects, strict=True)):
         for beta in betas:
             for mode in ("mean", "sum"):
-                logit = offset + slope * (math.log(beta) - centre + (mode == "sum") * log_k)
+                logit = offset + slope * (math.log(beta) - centre + (mode == "sum") * log_k) + (mode == "sum") * mode_effect
                 chance = 1.0 / (1.0 + math.exp(-logit))
                 took_up = rng.random(seeds) < chance
                 rows += [{"reference": block, "beta": beta, "mode": mode, "controls": "none", TOOK_UP: float(t)} for t in took_up]

@@ -1,0 +1,117 @@
+"""The shift model with random block effects (analysis/statistics/population_curves.py): its fit, k's interval and the
+test and interval of the SD of sum's effect over blocks against R's lme4 on the same runs, and its likelihood's
+definition where the blocks cannot differ."""
+
+import math
+from functools import cache
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bench.population_fit_lme4 import DATASETS, dataset
+from experiments.synthetic_sequences.analysis.statistics import population_curves as population
+from experiments.synthetic_sequences.analysis.statistics.beta_curves import Curves
+
+# `python -m bench.population_fit_lme4` (R 4.2.2, lme4 1.1-31 from Debian): glmer's Laplace fit, log k's profile ends
+# by uniroot on the model refitted with log k held, the LR p of sd_mode = 0 against (1 | block) (half chi2_1) and
+# lme4's profile interval of sd_mode (its profile fails on "blocks agree": nan)
+LME4 = {
+    "blocks disagree": {
+        "intercept": -10.2038,
+        "slope": -2.92293,
+        "mode_effect": 1.98962,
+        "sd_block": 1.21157,
+        "sd_mode": 0.537031,
+        "loglik": -103.615,
+        "log_k": -0.680694,
+        "log_low": -0.992102,
+        "log_high": -0.374018,
+        "mode_sd_p": 0.289966,
+        "sd_low": 0.0,
+        "sd_high": 1.8008,
+    },
+    "blocks agree": {
+        "intercept": -9.24884,
+        "slope": -2.99654,
+        "mode_effect": 2.0443,
+        "sd_block": 0.00022,
+        "sd_mode": 0.408027,
+        "loglik": -46.7372,
+        "log_k": -0.682221,
+        "log_low": -1.11619,
+        "log_high": -0.273425,
+        "mode_sd_p": 0.35614,
+        "sd_low": math.nan,
+        "sd_high": math.nan,
+    },
+}
+# lme4 stops its optimiser at a gradient of 2e-3 (its default check): the fixed effects and SDs agree to about that
+TOLERANCE = {"intercept": 2e-3, "slope": 5e-4, "mode_effect": 5e-4, "sd_block": 1e-3, "sd_mode": 5e-4, "loglik": 1e-3}
+
+
+@cache
+def figures(name: str) -> dict[str, float]:
+    curves = dataset(name)
+    fit = population.fit_population(curves)
+    log_low, log_high = population.log_k_interval(curves, fit)
+    sd_low, sd_high = population.mode_sd_interval(curves, fit)
+    return {
+        "intercept": fit.intercept,
+        "slope": fit.slope,
+        "mode_effect": fit.mode_effect,
+        "sd_block": fit.sd_block,
+        "sd_mode": fit.sd_mode,
+        "loglik": fit.loglik,
+        "log_k": fit.log_k,
+        "log_low": log_low,
+        "log_high": log_high,
+        "mode_sd_p": population.mode_sd_p(curves, fit),
+        "sd_low": sd_low,
+        "sd_high": sd_high,
+    }
+
+
+@pytest.mark.parametrize("name", list(DATASETS))
+def test_the_fit_its_intervals_and_the_spread_test_agree_with_lme4(name):
+    ours, theirs = figures(name), LME4[name]
+    for key, tolerance in TOLERANCE.items():
+        assert ours[key] == pytest.approx(theirs[key], abs=tolerance), key
+    for key in ("log_k", "log_low", "log_high", "sd_low", "sd_high"):
+        if not math.isnan(theirs[key]):
+            assert ours[key] == pytest.approx(theirs[key], abs=1e-3), key
+    assert ours["mode_sd_p"] == pytest.approx(theirs["mode_sd_p"], abs=1e-4)
+
+
+def test_the_profile_ends_lie_where_the_deviance_crosses_chi2_1():
+    curves = dataset("blocks disagree")
+    fit = population.fit_population(curves)
+    cut = stats.chi2.ppf(0.95, 1)
+    for end in population.log_k_interval(curves, fit):
+        assert 2 * (fit.loglik - population.fit_population(curves, log_k=end, near=fit).loglik) == pytest.approx(cut, abs=1e-3)
+    # held at its estimate, log k gives the free fit back: the shift model is the free one with c = b log k
+    assert population.fit_population(curves, log_k=fit.log_k, near=fit).loglik == pytest.approx(fit.loglik, abs=1e-6)
+
+
+def test_with_no_spread_over_blocks_the_likelihood_is_the_runs_bernoulli_likelihood():
+    curves = dataset("blocks disagree")
+    fixed = 0.3 - 1.2 * curves.log_beta + 0.8 * curves.sums
+    by_hand = sum(y * eta - math.log1p(math.exp(eta)) for y, eta in zip(curves.took_up, fixed, strict=True))
+    assert population.laplace_loglik(fixed, curves, 0.0, 0.0) == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_blocks_that_ran_alike_give_no_spread_and_the_test_its_boundary_p():
+    """Four blocks with the same outcomes run for run: both SDs fit 0, the likelihood ratio is 0 and p = 1."""
+    one = dataset("blocks agree")
+    first = one.block == 0
+    repeat = 4
+    curves = Curves(
+        np.tile(one.took_up[first], repeat),
+        np.tile(one.log_beta[first], repeat),
+        np.tile(one.sums[first], repeat),
+        np.repeat(np.arange(repeat), first.sum()),
+    )
+    fit = population.fit_population(curves)
+    assert fit.sd_block == pytest.approx(0.0, abs=1e-3) and fit.sd_mode == pytest.approx(0.0, abs=1e-3)
+    assert population.mode_sd_p(curves, fit) == 1.0
+    assert population.mode_sd_interval(curves, fit)[0] == 0.0
