@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import Curves, profile_interval
 from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
@@ -65,7 +66,7 @@ def laplace_loglik(fixed: np.ndarray, curves: Curves, sd_block: float, sd_mode: 
     xi = np.zeros((blocks, 2))
     value, eta = penalised(xi)
     for _ in range(NEWTON_STEPS):
-        mu = 1.0 / (1.0 + np.exp(-eta))
+        mu = special.expit(eta)
         weight, residual = mu * (1.0 - mu), y - mu
         gradient = np.column_stack([sd_block * per_block(residual), sd_mode * per_block(s * residual)]) - xi
         h11 = sd_block**2 * per_block(weight) + 1.0
@@ -82,7 +83,7 @@ def laplace_loglik(fixed: np.ndarray, curves: Curves, sd_block: float, sd_mode: 
         xi, value, eta = xi + step, candidate, candidate_eta
         if np.max(np.abs(step)) < 1e-10:
             break
-    mu = 1.0 / (1.0 + np.exp(-eta))
+    mu = special.expit(eta)
     weight = mu * (1.0 - mu)
     h11 = sd_block**2 * per_block(weight) + 1.0
     h12 = sd_block * sd_mode * per_block(s * weight)
