@@ -93,11 +93,29 @@ def test_the_profile_ends_lie_where_the_deviance_crosses_chi2_1():
     assert population.fit_population(curves, log_k=fit.log_k, near=fit).loglik == pytest.approx(fit.loglik, abs=1e-6)
 
 
+def design(curves: Curves) -> np.ndarray:
+    return np.column_stack([np.ones(len(curves.took_up)), curves.log_beta, curves.sums])
+
+
 def test_with_no_spread_over_blocks_the_likelihood_is_the_runs_bernoulli_likelihood():
     curves = dataset("blocks disagree")
     fixed = 0.3 - 1.2 * curves.log_beta + 0.8 * curves.sums
     by_hand = sum(y * eta - math.log1p(math.exp(eta)) for y, eta in zip(curves.took_up, fixed, strict=True))
-    assert population.laplace_loglik(fixed, curves, 0.0, 0.0) == pytest.approx(by_hand, rel=1e-12)
+    assert population.laplace_loglik(design(curves), np.array([0.3, -1.2, 0.8]), curves, 0.0, 0.0)[0] == pytest.approx(by_hand, rel=1e-12)
+
+
+@pytest.mark.parametrize(("effects", "sd_block", "sd_mode"), [((-9.0, -2.5, 1.5), 1.1, 0.6), ((-5.0, -2.0, 0.5), 0.3, 2.0)])
+def test_the_likelihoods_gradient_is_its_central_difference(effects, sd_block, sd_mode):
+    """The implicit-function gradient of the Laplace log likelihood against (L(x + h) - L(x - h)) / 2h, h = 1e-6."""
+    curves = dataset("blocks disagree")
+    point = np.array([*effects, sd_block, sd_mode])
+
+    def loglik(x: np.ndarray) -> float:
+        return population.laplace_loglik(design(curves), x[:3], curves, x[3], x[4])[0]
+
+    step = 1e-6
+    central = [(loglik(point + step * unit) - loglik(point - step * unit)) / (2 * step) for unit in np.eye(5)]
+    assert population.laplace_loglik(design(curves), point[:3], curves, sd_block, sd_mode)[1] == pytest.approx(central, rel=1e-5, abs=1e-5)
 
 
 def test_blocks_that_ran_alike_give_no_spread_and_the_test_its_boundary_p():

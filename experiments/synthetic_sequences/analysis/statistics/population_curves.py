@@ -28,7 +28,9 @@ from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
 
 EFFECT_LIMIT = 100.0  # |a|, |b|, |b log k| are held inside this: a separated curve's slope stops here, not at infinity
 SD_LIMIT = 10.0  # a block SD is searched up to this on the logit scale
+MOVED_OFF = 0.05  # where a profile's fit starts an SD that its neighbour fitted as 0
 NEWTON_STEPS = 100
+TOLERANCES = {"ftol": 1e-13, "gtol": 1e-7, "maxiter": 1000}  # L-BFGS-B stops where lme4 does or nearer the maximum
 
 
 @dataclass(frozen=True)
@@ -49,32 +51,37 @@ class PopulationFit:
         return self.mode_effect / self.slope if abs(self.slope) >= 1e-8 else math.nan
 
 
-def laplace_loglik(fixed: np.ndarray, curves: Curves, sd_block: float, sd_mode: float) -> float:
-    """The model's log likelihood at the fixed part `fixed` (a + b log beta + c s, one value per run), each block's
-    integral over its (u_b, v_b) by the Laplace approximation: with (u_b, v_b) = (sd_block xi_1, sd_mode xi_2) and
-    xi ~ N(0, I), log L_b = max_xi [loglik_b(xi) - |xi|^2 / 2] - log det(H_b) / 2, H_b the negative Hessian there."""
+def laplace_loglik(design: np.ndarray, effects: np.ndarray, curves: Curves, sd_block: float, sd_mode: float) -> tuple[float, np.ndarray]:
+    """The model's log likelihood and its gradient in (effects, sd_block, sd_mode), the fixed part being design @
+    effects (runs x effects), each block's integral over its (u_b, v_b) by the Laplace approximation.
+
+    With (u_b, v_b) = (sd_block xi_1, sd_mode xi_2), xi ~ N(0, I) and a_i = (sd_block, sd_mode s_i), so that
+    eta_i = fixed_i + a_i . xi_b: log L_b = g_b(xi_hat) - log det H_b / 2, g_b(xi) = loglik_b(xi) - |xi|^2 / 2 at its
+    maximum xi_hat, H_b = sum_i w_i a_i a_i' + I its negative Hessian (w = mu (1 - mu)). The gradient: dg/dphi at
+    xi_hat (the envelope theorem) less tr(H^-1 dH/dphi) / 2, where dH/dphi moves with w through eta, xi_hat itself
+    moving as dxi_hat/dphi = H^-1 d(grad_xi g)/dphi (the implicit function theorem), and with a_i through the SDs.
+    """
     blocks = int(curves.block.max()) + 1
     y, s, block = curves.took_up, curves.sums, curves.block
+    fixed = design @ effects
+    a = np.column_stack([np.full(len(y), sd_block), sd_mode * s])  # runs x 2
 
-    def per_block(values: np.ndarray) -> np.ndarray:
-        return np.bincount(block, weights=values, minlength=blocks)
+    def per_block(values: np.ndarray) -> np.ndarray:  # sums over each block's runs, along the first axis
+        return np.stack([np.bincount(block, weights=column, minlength=blocks) for column in np.reshape(values, (len(y), -1)).T], axis=-1)
 
     def penalised(xi: np.ndarray) -> tuple[float, np.ndarray]:
-        eta = fixed + sd_block * xi[block, 0] + sd_mode * s * xi[block, 1]
+        eta = fixed + np.sum(a * xi[block], axis=1)
         return float(np.sum(y * eta - np.logaddexp(0.0, eta)) - 0.5 * np.sum(xi**2)), eta
+
+    def hessians(weight: np.ndarray) -> np.ndarray:  # blocks x 2 x 2
+        return per_block((weight[:, None, None] * a[:, :, None] * a[:, None, :]).reshape(len(y), 4)).reshape(blocks, 2, 2) + np.eye(2)
 
     xi = np.zeros((blocks, 2))
     value, eta = penalised(xi)
     for _ in range(NEWTON_STEPS):
         mu = special.expit(eta)
-        weight, residual = mu * (1.0 - mu), y - mu
-        gradient = np.column_stack([sd_block * per_block(residual), sd_mode * per_block(s * residual)]) - xi
-        h11 = sd_block**2 * per_block(weight) + 1.0
-        h12 = sd_block * sd_mode * per_block(s * weight)
-        h22 = sd_mode**2 * per_block(s * s * weight) + 1.0
-        determinant = h11 * h22 - h12**2
-        step = np.column_stack([h22 * gradient[:, 0] - h12 * gradient[:, 1], h11 * gradient[:, 1] - h12 * gradient[:, 0]])
-        step /= determinant[:, None]
+        gradient = per_block(a * (y - mu)[:, None]) - xi
+        step = np.linalg.solve(hessians(mu * (1.0 - mu)), gradient[:, :, None])[:, :, 0]
         for _ in range(30):  # halve a step that overshoots: the penalised log likelihood is concave in xi
             candidate, candidate_eta = penalised(xi + step)
             if candidate >= value - 1e-12:
@@ -84,48 +91,66 @@ def laplace_loglik(fixed: np.ndarray, curves: Curves, sd_block: float, sd_mode: 
         if np.max(np.abs(step)) < 1e-10:
             break
     mu = special.expit(eta)
-    weight = mu * (1.0 - mu)
-    h11 = sd_block**2 * per_block(weight) + 1.0
-    h12 = sd_block * sd_mode * per_block(s * weight)
-    h22 = sd_mode**2 * per_block(s * s * weight) + 1.0
-    return value - 0.5 * float(np.sum(np.log(h11 * h22 - h12**2)))
+    weight, residual = mu * (1.0 - mu), y - mu
+    hessian = hessians(weight)
+    inverse = np.linalg.inv(hessian)[block]  # runs x 2 x 2: each run's block's H^-1
+    # d eta / d phi holding xi (runs x parameters), and d a / d phi for the SDs (runs x 2 x parameters)
+    partial = np.column_stack([design, xi[block, 0], s * xi[block, 1]])
+    moves_a = np.zeros((len(y), 2, partial.shape[1]))
+    moves_a[:, 0, -2], moves_a[:, 1, -1] = 1.0, s
+    # d (grad_xi g) / d phi per block, then d xi_hat / d phi = H^-1 of it
+    pulled = per_block((moves_a * residual[:, None, None] - a[:, :, None] * (weight[:, None] * partial)[:, None, :]).reshape(len(y), -1))
+    moves_xi = np.linalg.solve(hessian, pulled.reshape(blocks, 2, -1))[block]  # runs x 2 x parameters
+    total = partial + np.einsum("ij,ijk->ik", a, moves_xi)  # d eta / d phi, xi_hat moving
+    h_inverse_a = np.einsum("ijk,ik->ij", inverse, a)  # H^-1 a_i
+    spread = np.sum(a * h_inverse_a, axis=1)  # a_i' H^-1 a_i
+    trace = (weight * (1.0 - 2.0 * mu) * spread) @ total + 2.0 * np.einsum("ij,ijk->k", weight[:, None] * h_inverse_a, moves_a)
+    loglik = value - 0.5 * float(np.sum(np.linalg.slogdet(hessian)[1]))
+    return loglik, residual @ partial - 0.5 * trace
 
 
 def fit_population(
     curves: Curves, log_k: float | None = None, sd_mode: float | None = None, near: PopulationFit | None = None
 ) -> PopulationFit:
     """The maximum-likelihood fit, free or with log k held (the shift's profile) or sd_mode held (its profile and its
-    test at 0): scipy's L-BFGS-B over (a, b, c unless log k is held, sd_block, sd_mode unless held). A free fit starts
-    from 0 with both SDs at 1 and again at 0.1, as the likelihood over the SDs may have two maxima; a profile's fit
-    starts once, from the fit `near` it."""
+    test at 0): scipy's L-BFGS-B over (a, b, c unless log k is held, sd_block, sd_mode unless held) with the
+    likelihood's own gradient. The likelihood is even in each SD, so an SD of 0 is a stationary point: the SDs range
+    over [-SD_LIMIT, SD_LIMIT] and are read as their size (bounded at 0, the search stopped there where the maximum lay
+    beyond). A free fit starts from 0 with both SDs at 1 and again at 0.1, as the likelihood over the SDs may have two
+    maxima; a profile's fit starts once, from the fit `near` it, an SD of 0 moved to MOVED_OFF."""
     from scipy import optimize
 
     free_shift, free_sd = log_k is None, sd_mode is None
+    ones = np.ones(len(curves.took_up))
+    if free_shift:
+        design = np.column_stack([ones, curves.log_beta, curves.sums])
+    else:  # a + b (log beta + s log k)
+        design = np.column_stack([ones, curves.log_beta + curves.sums * log_k])
+    effects = design.shape[1]
 
-    def unpack(x: np.ndarray) -> tuple[float, float, float, float, float]:
-        a, b = x[0], x[1]
-        c = x[2] if free_shift else b * log_k
-        sds = x[3:] if free_shift else x[2:]
-        return a, b, c, sds[0], sds[1] if free_sd else sd_mode
+    def negative(x: np.ndarray) -> tuple[float, np.ndarray]:
+        sd_v = x[effects + 1] if free_sd else sd_mode
+        loglik, gradient = laplace_loglik(design, x[:effects], curves, x[effects], sd_v)
+        return -loglik, -(gradient if free_sd else gradient[:-1])
 
-    def negative(x: np.ndarray) -> float:
-        a, b, c, sd_u, sd_v = unpack(x)
-        return -laplace_loglik(a + b * curves.log_beta + c * curves.sums, curves, sd_u, sd_v)
-
-    effects = [(-EFFECT_LIMIT, EFFECT_LIMIT)] * (3 if free_shift else 2)
-    bounds = effects + [(0.0, SD_LIMIT)] * (2 if free_sd else 1)
+    bounds = [(-EFFECT_LIMIT, EFFECT_LIMIT)] * effects + [(-SD_LIMIT, SD_LIMIT)] * (2 if free_sd else 1)
     if near is None:
-        starts = [np.r_[np.zeros(len(effects)), np.full(len(bounds) - len(effects), sd)] for sd in (1.0, 0.1)]
+        starts = [np.r_[np.zeros(effects), np.full(len(bounds) - effects, sd)] for sd in (1.0, 0.1)]
     else:
         shift = [near.mode_effect] if free_shift else []
-        starts = [np.r_[near.intercept, near.slope, shift, near.sd_block, [near.sd_mode] if free_sd else []]]
+        sds = [max(near.sd_block, MOVED_OFF), *([max(near.sd_mode, MOVED_OFF)] if free_sd else [])]
+        starts = [np.r_[near.intercept, near.slope, shift, sds]]
     best = None
     for start in starts:
-        result = optimize.minimize(negative, np.clip(start, *np.transpose(bounds)), method="L-BFGS-B", bounds=bounds)
+        result = optimize.minimize(
+            negative, np.clip(start, *np.transpose(bounds)), jac=True, method="L-BFGS-B", bounds=bounds, options=TOLERANCES
+        )
         if best is None or result.fun < best.fun:
             best = result
-    a, b, c, sd_u, sd_v = unpack(best.x)
-    return PopulationFit(float(a), float(b), float(c), float(sd_u), float(sd_v), -float(best.fun))
+    a, b = best.x[:2]
+    c = best.x[2] if free_shift else b * log_k
+    sd_v = abs(float(best.x[effects + 1])) if free_sd else sd_mode
+    return PopulationFit(float(a), float(b), float(c), abs(float(best.x[effects])), sd_v, -float(best.fun))
 
 
 def log_k_interval(curves: Curves, fit: PopulationFit) -> tuple[float, float]:
