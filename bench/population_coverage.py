@@ -2,6 +2,7 @@
 the fixed-block one (beta_curves.py), on pilots whose blocks each draw their own offset and their own effect of sum.
 
     python -m bench.population_coverage [--draws 200] [--blocks 4] [--seeds 2] [--mode-sd 0.5] [--log-k -0.693]
+                                        [--bartlett 0]
 
 Each pilot: bench/curve_shift.pilot at `--betas` log-spaced betas over a factor 16, slope -2.45, block SD 0.5 and
 v_block ~ N(0, mode_sd) on sum's logit. Prints each interval's coverage of the true log k, its median width (a factor
@@ -21,16 +22,20 @@ from experiments.synthetic_sequences.analysis.statistics import beta_curves
 from experiments.synthetic_sequences.analysis.statistics import population_curves as population
 
 
-def simulate(draws: int, blocks: int, seeds: int, mode_sd: float, log_k: float, betas: np.ndarray, seed: int) -> dict:
+def simulate(draws: int, blocks: int, seeds: int, mode_sd: float, log_k: float, betas: np.ndarray, seed: int, bartlett: int) -> dict:
     rng = np.random.default_rng(seed)
-    held = {"population": 0, "fixed blocks": 0}
-    widths = {"population": [], "fixed blocks": []}
+    names = ["population", "fixed blocks", *(["population, Bartlett-corrected"] if bartlett else [])]
+    held = dict.fromkeys(names, 0)
+    widths = {name: [] for name in names}
     spread_rejected = 0
     for _ in range(draws):
         curves = beta_curves.Curves.of(pilot(rng, log_k, blocks, seeds, betas, mode_sd=mode_sd))
         fit = population.fit_population(curves)
         fixed = beta_curves.read_shift(curves)
         intervals = {"population": population.log_k_interval(curves, fit), "fixed blocks": (fixed.log_low, fixed.log_high)}
+        if bartlett:
+            factor = population.bartlett_factor(curves, fit, bartlett, seed=int(rng.integers(2**31)))
+            intervals["population, Bartlett-corrected"] = population.log_k_interval(curves, fit, factor)
         for name, (low, high) in intervals.items():
             held[name] += low <= log_k <= high
             widths[name].append(math.exp((high - low) / 2))
@@ -54,9 +59,10 @@ def main() -> None:
     parser.add_argument("--log-k", type=float, default=math.log(0.5))
     parser.add_argument("--betas", type=int, default=9)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bartlett", type=int, default=0, help="simulated datasets per pilot for the Bartlett factor (0: none)")
     args = parser.parse_args()
     betas = np.geomspace(0.01, 0.16, args.betas)
-    row = simulate(args.draws, args.blocks, args.seeds, args.mode_sd, args.log_k, betas, args.seed)
+    row = simulate(args.draws, args.blocks, args.seeds, args.mode_sd, args.log_k, betas, args.seed, args.bartlett)
     shape = f"{args.blocks} blocks x {args.seeds} seeds, {args.betas} betas"
     print(f"{args.draws} pilots, {shape}, mode_sd {args.mode_sd}, log k {args.log_k:.3f}")
     for key, value in row.items():
