@@ -133,3 +133,30 @@ def test_blocks_that_ran_alike_give_no_spread_and_the_test_its_boundary_p():
     assert fit.sd_block == pytest.approx(0.0, abs=1e-3) and fit.sd_mode == pytest.approx(0.0, abs=1e-3)
     assert population.mode_sd_p(curves, fit) == 1.0
     assert population.mode_sd_interval(curves, fit)[0] == 0.0
+
+
+def test_simulated_runs_keep_the_design_and_take_up_at_the_fits_rates():
+    """At SDs 0 and a flat curve (P = 1/2 everywhere), 2,880 simulated runs take up 1/2 of the time within 4 se."""
+    one = dataset("blocks disagree")
+    curves = Curves(*(np.tile(values, 10) for values in (one.took_up, one.log_beta, one.sums)), np.tile(one.block, 10))
+    flat = population.PopulationFit(0.0, 0.0, 0.0, 0.0, 0.0, math.nan)
+    simulated = population.simulate_runs(curves, flat, np.random.default_rng(0))
+    assert simulated.block is curves.block and simulated.log_beta is curves.log_beta and simulated.sums is curves.sums
+    assert abs(simulated.took_up.mean() - 0.5) < 4 * math.sqrt(0.25 / len(curves.took_up))
+    assert set(np.unique(simulated.took_up)) == {0.0, 1.0}
+
+
+def test_the_bartlett_factor_is_the_mean_likelihood_ratio_of_its_simulated_datasets():
+    curves = dataset("blocks agree")
+    fit = population.fit_population(curves)
+    rng = np.random.default_rng(7)
+    ratios = []
+    for _ in range(3):
+        simulated = population.simulate_runs(curves, fit, rng)
+        free = population.fit_population(simulated, near=fit)
+        ratios.append(2 * (free.loglik - population.fit_population(simulated, log_k=fit.log_k, near=fit).loglik))
+    assert population.bartlett_factor(curves, fit, draws=3, seed=7) == pytest.approx(np.mean(np.maximum(ratios, 0.0)), rel=1e-9)
+    # dividing the ratio by the factor widens the interval where the factor exceeds 1
+    low, high = population.log_k_interval(curves, fit)
+    wide_low, wide_high = population.log_k_interval(curves, fit, factor=2.0)
+    assert wide_low < low < fit.log_k < high < wide_high
