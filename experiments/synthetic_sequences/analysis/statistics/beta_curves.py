@@ -30,7 +30,6 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -118,14 +117,11 @@ def cells_loglik(curves: Curves) -> tuple[float, int]:
 
 
 def profile_interval(profile: Callable[[float], float], log_k: float, best: float, level: float = 1 - ALPHA) -> tuple[float, float]:
-    """The ends of log k's profile-likelihood interval around the estimate `log_k` (log likelihood `best`), `profile`
-    giving the model's log likelihood with log k held; an end the profile does not reach within LOG_K_LIMIT is -inf or
-    inf."""
+    """The ends of log k's profile-likelihood interval around `log_k` (log likelihood `best`; `profile(value)`, that
+    with log k held); an end the profile does not reach within LOG_K_LIMIT is -inf or inf."""
     from scipy import optimize, stats
 
-    cut = stats.chi2.ppf(level, 1) / 2
-
-    def excess(value: float) -> float:
+    def excess(value: float, cut: float = stats.chi2.ppf(level, 1) / 2) -> float:
         return best - profile(value) - cut
 
     start = min(max(log_k, -LOG_K_LIMIT), LOG_K_LIMIT)  # a separated fit's estimate may lie beyond the search
@@ -217,7 +213,7 @@ def read_shift(curves: Curves) -> Shift:
     parallel_p = parallelism_p(curves, free)
     if not math.isfinite(log_k):
         return Shift(math.nan, -math.inf, math.inf, slope, best, parallel_p)
-    return Shift(log_k, *profile_interval(partial(shift_loglik, curves), log_k, best), slope, best, parallel_p)
+    return Shift(log_k, *profile_interval(lambda value: shift_loglik(curves, value), log_k, best), slope, best, parallel_p)
 
 
 def shift_fit(runs: pd.DataFrame, predicted: float | None = None) -> dict:
