@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.synthetic_sequences.analysis.statistics import beta_curves
+from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
 from experiments.synthetic_sequences.arms import TOOK_UP
 
 SLOPE = -2.45  # logit units per unit of log beta: 0.9 to 0.1 over a factor of exp(2 * 2.197 / 2.45) = 6
@@ -57,6 +58,24 @@ def pilot(
     return pd.DataFrame(rows)
 
 
+def bootstrap_interval(runs: pd.DataFrame, draws: int, seed: int = 0) -> tuple[float, float]:
+    """The 2.5% and 97.5% percentiles of log k refitted on reference blocks resampled with replacement (a block
+    drawn twice counts as two); a draw whose fit has no slope gives no k and is left out."""
+    rng = np.random.default_rng(seed)
+    blocks = sorted(runs.reference.unique())
+    by_block = {reference: runs[runs.reference == reference] for reference in blocks}
+    estimates = []
+    for _ in range(draws):
+        chosen = rng.choice(blocks, size=len(blocks), replace=True)
+        sample = pd.concat([by_block[reference].assign(reference=index) for index, reference in enumerate(chosen)])
+        if math.isfinite(log_k := beta_curves.free_log_k(beta_curves.additive(beta_curves.Curves.of(sample)))):
+            estimates.append(log_k)
+    if len(estimates) < draws / 2:
+        return -math.inf, math.inf
+    low, high = np.percentile(estimates, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
+    return float(low), float(high)
+
+
 def simulate(
     log_k: float, draws: int, blocks: int, seeds: int, betas: np.ndarray, rng: np.random.Generator, bootstrapped: int, below: float
 ) -> dict:
@@ -69,7 +88,7 @@ def simulate(
         low, high, said = shift.log_low, shift.log_high, shift.reading
         covered += low <= log_k <= high
         if draw < bootstrapped:
-            boot_low, boot_high = beta_curves.bootstrap_interval(runs, draws=100, seed=draw)
+            boot_low, boot_high = bootstrap_interval(runs, draws=100, seed=draw)
             boot_covered += boot_low <= log_k <= boot_high
         if math.isfinite(low) and math.isfinite(high):
             widths.append(math.exp((high - low) / 2))

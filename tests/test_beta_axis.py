@@ -193,13 +193,20 @@ def shift_row(**fields):
         "term": "raw",
         "alpha": 0.0,
         "betas": 5,
+        "blocks": 4,
         "runs": 80,
         "k": 0.2,
         "ci_low": 0.1,
         "ci_high": 0.4,
-        "bootstrap_low": 0.09,
-        "bootstrap_high": 0.5,
+        "sd_mode": 0.31,
+        "sd_mode_low": 0.0,
+        "sd_mode_high": 1.2,
+        "sd_mode_p": 0.27,
         "parallel_p": 0.6,
+        "fixed_k": 0.21,
+        "fixed_low": 0.12,
+        "fixed_high": 0.37,
+        "fixed_parallel_p": 0.55,
         "fit_p": 0.3,
         "reading": "a shift",
         "runs_to_resolve": math.nan,
@@ -218,6 +225,9 @@ def test_the_verdicts_curve_section_gives_k_its_intervals_and_each_cell():
                 k=math.nan,
                 ci_low=0.0,
                 ci_high=math.inf,
+                fixed_k=math.nan,
+                fixed_low=0.0,
+                fixed_high=math.inf,
                 reading="cannot be resolved",
                 predicted_k=math.nan,
                 against_prediction="-",
@@ -233,6 +243,7 @@ def test_the_verdicts_curve_section_gives_k_its_intervals_and_each_cell():
     text = "\n".join(beta_curve_section(table, cells))
     assert text.startswith(HEADING) and "2 curves, no adjustment across them" in text
     assert "| [0.1, 0.4]" in text and "| [open, open]" in text and "none (no slope)" in text and "| 0.152" in text
+    assert "| 0.31 [0, 1.2]" in text and "| 0.21 [0.12, 0.37]" in text and "| none (no slope) [open, open]" in text
     assert "**f raw alpha=0**" in text and "|   0.1  | 0/8 (0.00) | 6/8 (0.75) |" in text
     assert interval(0.0, math.inf) == "[open, open]"
     empty = "\n".join(beta_curve_section(pd.DataFrame(), pd.DataFrame()))

@@ -160,3 +160,44 @@ def test_the_bartlett_factor_is_the_mean_likelihood_ratio_of_its_simulated_datas
     low, high = population.log_k_interval(curves, fit)
     wide_low, wide_high = population.log_k_interval(curves, fit, factor=2.0)
     assert wide_low < low < fit.log_k < high < wide_high
+
+
+def test_the_parallelism_score_test_is_the_glms_where_one_block_leaves_no_spread():
+    """With one block both SDs fit 0, the likelihood is a binomial GLM's (intercept, log beta, sum), and Rao's score
+    test of s log beta is statsmodels' on that GLM: the observed information of a canonical link is the expected."""
+    import statsmodels.api as sm
+
+    from bench.curve_shift import pilot
+
+    runs = pilot(np.random.default_rng(9), 0.3, blocks=1, seeds=12, betas=np.geomspace(0.01, 0.16, 5))
+    curves = Curves.of(runs)
+    fit = population.fit_population(curves)
+    assert fit.sd_block < 1e-6 and fit.sd_mode < 1e-6
+    design = np.column_stack([np.ones(len(curves.took_up)), curves.log_beta, curves.sums])
+    glm = sm.GLM(curves.took_up, design, family=sm.families.Binomial()).fit()
+    assert [fit.intercept, fit.slope, fit.mode_effect] == pytest.approx(list(glm.params), rel=1e-4)
+    expected = float(np.ravel(glm.score_test(exog_extra=(curves.sums * curves.log_beta)[:, None])[1])[0])
+    assert population.parallelism_p(curves, fit) == pytest.approx(expected, rel=1e-4)
+
+
+def test_the_typical_blocks_sum_curve_is_means_at_k_times_beta_and_the_band_holds_it():
+    fit = population.PopulationFit(-9.0, -2.5, 1.5, 0.8, 0.6, math.nan)
+    log_betas = np.log(np.geomspace(0.005, 0.5, 50))
+    mean_moved = population.block_curve(fit, log_betas + fit.log_k, 0.0)
+    assert np.allclose(population.block_curve(fit, log_betas, 1.0), mean_moved, rtol=1e-12)
+    # the block at the 90th percentile: its combined effect is 1.2816 SDs of u + v above the typical block's
+    spread = math.hypot(0.8, 0.6)
+    upper = 1 / (1 + np.exp(-(-9.0 - 2.5 * log_betas + 1.5 + stats.norm.ppf(0.9) * spread)))
+    assert np.allclose(population.block_curve(fit, log_betas, 1.0, 0.9), upper, rtol=1e-12)
+    assert np.all(population.block_curve(fit, log_betas, 0.0, 0.1) <= population.block_curve(fit, log_betas, 0.0))
+
+
+@pytest.mark.parametrize("took_up", [0.0, 1.0])
+def test_runs_that_all_took_up_or_none_give_the_flat_limit_with_no_k_and_open_intervals(took_up):
+    runs = Curves(
+        np.full(20, took_up), np.log(np.repeat([0.01, 0.02, 0.04, 0.08, 0.16], 4)), np.tile([0.0, 1.0], 10), np.repeat([0, 1], 10)
+    )
+    fit = population.fit_population(runs)
+    assert (fit.slope, fit.mode_effect, fit.sd_block, fit.sd_mode) == (0.0, 0.0, 0.0, 0.0)
+    assert math.isnan(fit.log_k) and population.log_k_interval(runs, fit) == (-math.inf, math.inf)
+    assert fit.loglik == pytest.approx(0.0, abs=1e-30) and population.mode_sd_p(runs, fit) == 1.0

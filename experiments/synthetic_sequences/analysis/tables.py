@@ -14,9 +14,11 @@ aggregate writes, as parquet + CSV (+ Markdown for the small ones):
   verdict       per family, term and alpha: take-up, onset, magnitude and separation, and each control's share
   curves        one row per (run, step, metric) of the validation learning curves (parquet + CSV)
 and, where runs lie on a beta axis (beta_axis.py: each beta an arm of its own in the tables above):
-  beta_curves       per (family, term, alpha): the shift factor k of sum's take-up curve against mean's, its interval,
-                    the parallelism test and the reading (beta_curves.py)
-  beta_curve_cells  per (family, term, alpha, beta, mode): runs, how many took up, and the share the shift model expects
+  beta_curves       per (family, term, alpha): the shift factor k of sum's take-up curve against mean's over the
+                    population of blocks, its interval, the blocks' SD of sum's effect, the parallelism test and the
+                    reading, the fixed-block fit beside it (curve_table.py)
+  beta_curve_cells  per (family, term, alpha, beta, mode): runs, how many took up, and the share the fixed-block shift
+                    model expects
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from core.disentanglement.cli import refusals_exit
 from experiments.synthetic_sequences.analysis.comparisons.beta_axis import controls_per_beta, has_axis, keyed_per_beta, per_beta
 from experiments.synthetic_sequences.analysis.comparisons.confounds import confound_table, length_separation
 from experiments.synthetic_sequences.analysis.comparisons.contrasts import contrast_table
+from experiments.synthetic_sequences.analysis.comparisons.curve_table import cells_table, shift_table
 from experiments.synthetic_sequences.analysis.comparisons.takeup_table import arm_table
 from experiments.synthetic_sequences.analysis.records.metrics_files import (
     check_endpoints_finite,
@@ -45,7 +48,6 @@ from experiments.synthetic_sequences.analysis.records.run_files import read_json
 from experiments.synthetic_sequences.analysis.report.cross_term import cross_term_table, planned_contrasts
 from experiments.synthetic_sequences.analysis.report.verdict import verdict_table
 from experiments.synthetic_sequences.analysis.report.verdict_text import markdown, verdict_markdown
-from experiments.synthetic_sequences.analysis.statistics.beta_curves import cells_table, shift_table
 from experiments.synthetic_sequences.arms import BLOCK
 from experiments.synthetic_sequences.generate import statistics_differences
 from experiments.synthetic_sequences.metrics import view

@@ -1,15 +1,16 @@
 """beta_curves.png: take-up over beta, mean against sum, one panel per (family, term, alpha) of a config with a beta
-axis (analysis/statistics/beta_curves.py). Named apart from curves.png, which holds the validation learning curves.
+axis (analysis/comparisons/curve_table.py). Named apart from curves.png, which holds the validation learning curves.
 
     python -m experiments.synthetic_sequences.analysis.report.beta_curve_plot results/tables/runs.parquet --tokens 6.57 \
         --control-of discrete-scale=discrete --plot results/plots/beta_curves.png
 
 prints the shift table (k, its interval, the parallelism p, the reading) and draws the figure.
 
-Each panel: the take-up rate per beta and mode with its Clopper-Pearson 95% interval, on a log-beta axis; each
-mode's own fitted curve (the shape model, solid); mean's curve at k x beta (dashed, in sum's colour) over sum's
-points, so that where the dashed and sum's solid curve coincide a shift is all there is; the control families' points
-(scale: square, balance: diamond); and k with its interval and the reading in the title.
+Each panel: the take-up rate per beta and mode with its Clopper-Pearson 95% interval, on a log-beta axis; each mode's
+curve as the population fit draws it for the typical block (solid: sum's is mean's at k x beta), with the band where
+the central 80% of blocks' curves lie (the blocks' SDs); the control families' points (scale: square, balance:
+diamond); and k with its interval, the reading, the parallelism p and the SD of sum's effect over blocks in the title.
+The curves come from the table's fit, not from a refit: the figure draws what the verdict reads.
 """
 
 from __future__ import annotations
@@ -28,14 +29,16 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
+from experiments.synthetic_sequences.analysis.comparisons.curve_table import KEYS, shift_table  # noqa: E402
 from experiments.synthetic_sequences.analysis.report.figure_style import MODE_COLOURS, save  # noqa: E402
-from experiments.synthetic_sequences.analysis.statistics.beta_curves import KEYS, fitted_curves, shift_table  # noqa: E402
 from experiments.synthetic_sequences.analysis.statistics.inference import clopper_pearson  # noqa: E402
+from experiments.synthetic_sequences.analysis.statistics.population_curves import PopulationFit, block_curve  # noqa: E402
 from experiments.synthetic_sequences.arms import NO_CONTROL, TOOK_UP
 from experiments.synthetic_sequences.planning.grid import parse_control_of  # noqa: E402
 
 CONTROL_MARKERS = {"scale": "s", "balance": "D"}
 SPREAD = 1.04  # mean's and sum's points drawn this factor apart in beta, so their bars do not hide each other
+BAND = (0.1, 0.9)  # the quantiles of the blocks whose curves bound the shaded band
 
 
 def rate_points(ax, runs: pd.DataFrame, colour: str, marker: str, label: str, nudge: float) -> None:
@@ -52,7 +55,13 @@ def title(row: dict) -> str:
         return f"{row['family']} {row['term']} a={row['alpha']:g}\nno k: {row['reading']}"
     interval = f"[{row['ci_low']:.2g}, {row['ci_high']:.2g}]"
     estimate = f"k = {row['k']:.2g}" if math.isfinite(row["ci_low"] * row["ci_high"]) and row["ci_low"] > 0 else "k open"
-    return f"{row['family']} {row['term']} a={row['alpha']:g}\n{estimate} {interval}: {row['reading']}"
+    spread = f"parallelism p {row['parallel_p']:.2g}, SD of sum's effect over blocks {row['sd_mode']:.2g}"
+    return f"{row['family']} {row['term']} a={row['alpha']:g}\n{estimate} {interval}: {row['reading']}\n{spread}"
+
+
+def population_fit(row: dict) -> PopulationFit:
+    """The population fit a shift table's row carries."""
+    return PopulationFit(row["intercept"], row["slope"], row["mode_effect"], row["sd_block"], row["sd_mode"], math.nan)
 
 
 def beta_curves_figure(runs: pd.DataFrame, table: pd.DataFrame, control_of: dict[str, str], path: Path) -> None:
@@ -69,17 +78,18 @@ def beta_curves_figure(runs: pd.DataFrame, table: pd.DataFrame, control_of: dict
         key = tuple(row[name] for name in KEYS)
         group = runs[(runs[KEYS].apply(tuple, axis=1) == key) & (runs.controls == NO_CONTROL)]
         grid = np.geomspace(group.beta.min() / 1.5, group.beta.max() * 1.5, 120)
-        fitted = fitted_curves(group, grid)
-        for mode, nudge in (("mean", 1 / SPREAD), ("sum", SPREAD)):
+        fit = population_fit(row)
+        for is_sum, (mode, nudge) in enumerate((("mean", 1 / SPREAD), ("sum", SPREAD))):
             rate_points(ax, group[group["mode"] == mode], MODE_COLOURS[mode], "o", mode, nudge)
-            ax.plot(grid, fitted[mode], color=MODE_COLOURS[mode], lw=1.2)
-        ax.plot(grid, fitted["mean at k x beta"], color=MODE_COLOURS["sum"], ls="--", lw=1.2, label="mean at k x beta")
+            ax.plot(grid, block_curve(fit, np.log(grid), is_sum), color=MODE_COLOURS[mode], lw=1.2)
+            low, high = (block_curve(fit, np.log(grid), is_sum, quantile) for quantile in BAND)
+            ax.fill_between(grid, low, high, color=MODE_COLOURS[mode], alpha=0.15, lw=0, label=f"{mode}: 80% of blocks")
         controls = runs[runs.family.map(control_of).eq(row["family"]) & (runs.term == row["term"]) & (runs.alpha == row["alpha"])]
         for kind, arm in controls.groupby("controls"):
             rate_points(ax, arm, "black", CONTROL_MARKERS.get(kind, "^"), kind, 1.0)
         ax.set(xscale="log", ylim=(-0.05, 1.05), xlabel="beta", ylabel="share of runs that took up")
         betas = sorted(group.beta.unique())  # the axis's own betas as ticks: a span of 10x holds one power of ten at most
-        ax.set_xticks(betas, [f"{beta:g}" for beta in betas], fontsize=6, rotation=45)
+        ax.set_xticks(betas, [f"{beta:.2g}" for beta in betas], fontsize=6, rotation=45)
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(title(row), fontsize=8)
         ax.grid(alpha=0.3)

@@ -1,5 +1,6 @@
-"""verdict.md's section on take-up over beta (beta_curves.py), for a config with a beta axis: k, its intervals, the
-parallelism test and the reading per (family, term, alpha), then observed against fitted take-up per (beta, mode)."""
+"""verdict.md's section on take-up over beta (comparisons/curve_table.py), for a config with a beta axis: k over the
+population of blocks with its interval, the blocks' SD of sum's effect, the parallelism test and the reading per
+(family, term, alpha), the fixed-block fit beside them, then observed against fitted take-up per (beta, mode)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import math
 
 import pandas as pd
 
-from experiments.synthetic_sequences.analysis.statistics.beta_curves import KEYS, MARGIN
+from experiments.synthetic_sequences.analysis.comparisons.curve_table import KEYS
+from experiments.synthetic_sequences.analysis.statistics.beta_curves import MARGIN
 
 HEADING = "## Take-up over beta: does sum act as mean at another beta?"
 
@@ -21,6 +23,15 @@ def interval(low: float, high: float) -> str:
     return f"[{bound(low)}, {bound(high)}]"
 
 
+def estimate(value: float) -> str:
+    return format(value, ".3g") if math.isfinite(value) else "none (no slope)"
+
+
+def spread(row: dict) -> str:
+    """The SD of sum's effect over blocks with its interval, whose lower end may be 0 (blocks that agree)."""
+    return f"{row['sd_mode']:.2g} [{row['sd_mode_low']:.2g}, {bound(row['sd_mode_high'], '.2g')}]"
+
+
 def curve_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The shift table as the verdict shows it."""
     rows = []
@@ -31,11 +42,15 @@ def curve_frame(table: pd.DataFrame) -> pd.DataFrame:
             {
                 **{key: row[key] for key in KEYS},
                 "betas": row["betas"],
+                "blocks": row["blocks"],
                 "runs": row["runs"],
-                "k": format(row["k"], ".3g") if math.isfinite(row["k"]) else "none (no slope)",
-                "95% interval (profile)": interval(row["ci_low"], row["ci_high"]),
-                "block bootstrap": interval(row["bootstrap_low"], row["bootstrap_high"]),
+                "k": estimate(row["k"]),
+                "95% interval": interval(row["ci_low"], row["ci_high"]),
+                "SD of sum's effect over blocks [95%]": spread(row),
+                "SD p": row["sd_mode_p"],
                 "parallelism p": row["parallel_p"],
+                "fixed blocks: k [95%]": f"{estimate(row['fixed_k'])} {interval(row['fixed_low'], row['fixed_high'])}",
+                "fixed blocks: parallelism p": row["fixed_parallel_p"],
                 "fit p": row["fit_p"],
                 "reading": row["reading"] + resolve,
                 "scale predicts k": format(predicted, ".3g") if math.isfinite(predicted) else "-",
@@ -65,16 +80,21 @@ def beta_curve_section(table: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
     return [
         *lines,
         "k: sum at beta takes up as mean does at k x beta (a shift along log beta, what a change of the reconstruction "
-        "scale predicts). Its 95% interval is the profile likelihood's of a binomial GLM with reference blocks as fixed "
-        "effects; the bootstrap over blocks is a check beside it. Parallelism p: Rao's score test of a mode x log beta "
-        "slope (p < 0.05: sum changes the curve's shape, beyond scale). Fit p: the shift model against one rate per "
-        f"(beta, mode). Readings, first that applies: beyond scale; no shift (the interval inside [1/{MARGIN:g}, "
+        "scale predicts), read over the population of blocks: a binomial model of the take-up event with each reference "
+        "block's own offset and own effect of sum drawn from normal distributions (lme4's `took_up ~ log_beta + sum + "
+        "(1 + sum || block)`). Its 95% interval is the profile likelihood's. The SD of sum's effect over blocks (logit "
+        "scale; p: the likelihood ratio of SD 0, on the boundary) says how far the blocks disagree about the shift. "
+        "Parallelism p: Rao's score test of a mode x log beta slope (p < 0.05: sum changes the curve's shape, beyond "
+        "scale). Beside them, as a check, the fit with the blocks that ran as fixed effects, and its goodness of fit (fit "
+        "p: the shift model against one rate per (beta, mode)). "
+        f"Readings, first that applies: beyond scale; no shift (the interval inside [1/{MARGIN:g}, "
         f"{MARGIN:g}]); a shift (the interval excludes 1); cannot be resolved. Each curve is read at 5% on its own: "
         f"{len(table)} curves, no adjustment across them.",
         "",
         curve_frame(table).to_markdown(index=False, floatfmt=".3g"),
         "",
-        "<details><summary>Observed against fitted: took up / runs per beta and mode (the shift model's expected share)</summary>",
+        "<details><summary>Observed against fitted: took up / runs per beta and mode (the fixed-block shift model's expected "
+        "share)</summary>",
         "",
         *cell_lines(cells),
         "</details>",

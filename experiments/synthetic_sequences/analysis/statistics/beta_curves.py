@@ -10,11 +10,12 @@ run; reference blocks as fixed effects, s = 1 for sum):
     cells    logit P(took up) = a_block + g_(beta, mode)                 any curve at all (the goodness of fit)
 
 k's 95% interval is the profile-likelihood one (the shift model refitted with log k held, within chi2_1(0.95) of the
-best); an end not reached within a factor of 1,000 is open. A bootstrap over reference blocks is the check beside it.
-Parallelism: Rao's score test of shape against shift (1 df; the likelihood ratio rejects too often at these sizes);
-goodness of fit: the likelihood ratio of cells against shift (cells - 2 df).
+best); an end not reached within a factor of 1,000 is open. These fits read the blocks that ran; the reading over the
+population of blocks is population_curves.py's, with the same reading rules (below). Parallelism: Rao's score test
+of shape against shift (1 df; the likelihood ratio rejects too often at these sizes); goodness of fit: the likelihood
+ratio of cells against shift (cells - 2 df).
 
-Readings, first that applies (docs/methods.md, "Take-up curves over beta"):
+Readings, first that applies to an interval and a parallelism p (docs/methods.md, "Take-up curves over beta"):
     beyond scale        parallelism p < 0.05: sum changes the curve's shape, not only its place
     no shift            k's interval lies inside [1/1.5, 1.5]
     a shift             k's interval excludes 1
@@ -34,15 +35,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.disentanglement.registry import TERMS
 from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
-from experiments.synthetic_sequences.arms import NO_CONTROL, TOOK_UP
+from experiments.synthetic_sequences.arms import TOOK_UP
 
 MARGIN = 1.5  # "no shift": k's interval inside [1/MARGIN, MARGIN]
 NEITHER = "cannot tell a shift of 1 from the scale's"  # an interval that holds both k = 1 and the predicted k
 LOG_K_LIMIT = math.log(1000.0)  # the profile is searched this far each way; an end not reached is open
-BOOTSTRAP_DRAWS = 200
-KEYS = ["family", "term", "alpha"]
 
 
 @dataclass(frozen=True)
@@ -140,24 +138,6 @@ def profile_interval(profile: Callable[[float], float], log_k: float, best: floa
     return ends[0], ends[1]
 
 
-def bootstrap_interval(runs: pd.DataFrame, draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> tuple[float, float]:
-    """The 2.5% and 97.5% percentiles of log k refitted on reference blocks resampled with replacement (a block
-    drawn twice counts as two); a draw whose fit has no slope gives no k and is left out."""
-    rng = np.random.default_rng(seed)
-    blocks = sorted(runs.reference.unique())
-    by_block = {reference: runs[runs.reference == reference] for reference in blocks}
-    estimates = []
-    for _ in range(draws):
-        chosen = rng.choice(blocks, size=len(blocks), replace=True)
-        sample = pd.concat([by_block[reference].assign(reference=index) for index, reference in enumerate(chosen)])
-        if math.isfinite(log_k := free_log_k(additive(Curves.of(sample)))):
-            estimates.append(log_k)
-    if len(estimates) < draws / 2:
-        return -math.inf, math.inf
-    low, high = np.percentile(estimates, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
-    return float(low), float(high)
-
-
 def reading(log_low: float, log_high: float, parallel_p: float) -> str:
     """The curve's reading (module docstring), from log k's interval and the parallelism p."""
     if parallel_p < ALPHA:
@@ -214,86 +194,3 @@ def read_shift(curves: Curves) -> Shift:
     if not math.isfinite(log_k):
         return Shift(math.nan, -math.inf, math.inf, slope, best, parallel_p)
     return Shift(log_k, *profile_interval(lambda value: shift_loglik(curves, value), log_k, best), slope, best, parallel_p)
-
-
-def shift_fit(runs: pd.DataFrame, predicted: float | None = None) -> dict:
-    """Every figure of one (family, term, alpha)'s curves (module docstring): its main family's mean and sum runs."""
-    from scipy import stats
-
-    curves = Curves.of(runs)
-    shift = read_shift(curves)
-    boot_low, boot_high = bootstrap_interval(runs)
-    cells_llf, cells = cells_loglik(curves)
-    said = shift.reading
-    resolve = runs_to_resolve(shift.log_k, shift.log_low, shift.log_high, len(runs) / cells) if said == "cannot be resolved" else math.nan
-    read_against = predicted is not None and said != "beyond scale"
-    return {
-        "runs": len(runs),
-        "betas": runs.beta.nunique(),
-        "slope": shift.slope,
-        "k": math.exp(shift.log_k) if math.isfinite(shift.log_k) else math.nan,
-        "ci_low": math.exp(shift.log_low),
-        "ci_high": math.exp(shift.log_high),
-        "interval": "profile likelihood",
-        "bootstrap_low": math.exp(boot_low),
-        "bootstrap_high": math.exp(boot_high),
-        "parallel_p": shift.parallel_p,
-        "fit_p": float(stats.chi2.sf(2 * (cells_llf - shift.loglik), cells - 2)) if cells > 2 else math.nan,
-        "reading": said,
-        "runs_to_resolve": resolve,
-        "predicted_k": predicted if predicted is not None else math.nan,
-        "against_prediction": against_prediction(shift.log_low, shift.log_high, predicted) if read_against else "-",
-    }
-
-
-def fitted_curves(runs: pd.DataFrame, betas: np.ndarray) -> dict[str, np.ndarray]:
-    """Take-up over `betas` as the shape model fits each mode (its own slope), averaged over the blocks, and mean's
-    curve at k x beta (k from the shift model): where sum's own curve and the shifted mean's coincide, a shift is all
-    there is."""
-    curves = Curves.of(runs)
-    design = np.column_stack([curves.blocks(), curves.log_beta, curves.sums, curves.sums * curves.log_beta])
-    params = np.asarray(fit(curves.took_up, design).params)
-    offsets, (slope, step, turn) = params[:-3], params[-3:]
-    log_k = free_log_k(additive(curves))  # the estimate alone: the interval is shift_table's
-
-    def rate(log_beta: np.ndarray, is_sum: float) -> np.ndarray:
-        logits = offsets[:, None] + slope * log_beta[None, :] + is_sum * (step + turn * log_beta[None, :])
-        return (1.0 / (1.0 + np.exp(-logits))).mean(axis=0)
-
-    log_betas = np.log(betas)
-    shifted = rate(log_betas + log_k, 0.0) if math.isfinite(log_k) else np.full(len(betas), math.nan)
-    return {"mean": rate(log_betas, 0.0), "sum": rate(log_betas, 1.0), "mean at k x beta": shifted}
-
-
-def cell_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (beta, mode) of one (family, term, alpha): its runs, how many took up, and the share the shift model (its
-    free fit) expects there, averaged over the cell's runs: where the two part, the shift model misses."""
-    cells = runs.assign(fitted=np.asarray(additive(Curves.of(runs)).fittedvalues)).groupby(["beta", "mode"])
-    return pd.DataFrame({"runs": cells.size(), "took_up": cells[TOOK_UP].sum().astype(int), "fitted": cells.fitted.mean()}).reset_index()
-
-
-def scale_predictions(table_keys: list[tuple[str, str, float]], tokens: float) -> dict[tuple[str, str, float], float]:
-    """(family, term, alpha) -> the k a pure scale change predicts, 1 / tokens, for each term in the mode's own units
-    (core/disentanglement/registry.py: not normalised); a normalised term has no prediction (k near 1 is its null)."""
-    return {key: 1.0 / tokens for key in table_keys if key[1] in TERMS and not TERMS[key[1]].normalised}
-
-
-def curve_groups(runs: pd.DataFrame):
-    """(key, runs) of each (family, term, alpha) of the main families with a mean and a sum run at two betas or more."""
-    for key, group in runs[runs.controls == NO_CONTROL].groupby(KEYS, sort=True):
-        if set(group["mode"]) == {"mean", "sum"} and group.beta.nunique() >= 2:
-            yield key, group
-
-
-def shift_table(runs: pd.DataFrame, tokens: float | None = None) -> pd.DataFrame:
-    """One row per curve_groups entry; given the train split's mean supervised token count, raw's (and tok's) k is read
-    against the scale's prediction 1 / tokens."""
-    groups = dict(curve_groups(runs))
-    predicted = scale_predictions(list(groups), tokens) if tokens else {}
-    return pd.DataFrame([{**dict(zip(KEYS, key, strict=True)), **shift_fit(group, predicted.get(key))} for key, group in groups.items()])
-
-
-def cells_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """cell_rates of every curve_groups entry, keyed."""
-    tables = [cell_rates(group).assign(**dict(zip(KEYS, key, strict=True))) for key, group in curve_groups(runs)]
-    return pd.concat(tables or [pd.DataFrame()], ignore_index=True).reindex(columns=[*KEYS, "beta", "mode", "runs", "took_up", "fitted"])

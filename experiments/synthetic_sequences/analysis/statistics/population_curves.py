@@ -12,7 +12,9 @@ a third of lme4's (variational Bayes) or every block SD as 0 (its posterior mode
 
 sd_mode, the between-block SD of sum's effect on the logit scale, is tested against 0 by the likelihood ratio, whose
 null distribution on the boundary is half chi2_0, half chi2_1 (Self and Liang 1987). k's interval and sd_mode's are
-profile-likelihood ones.
+profile-likelihood ones. Parallelism is Rao's score test of a mode x log beta slope d (adding d s log beta) at the shift
+model's fit, with the observed information over every parameter the fit moved (an SD at 0 is apart: the likelihood is
+even in it, so it does not covary with d there).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
 
 EFFECT_LIMIT = 100.0  # |a|, |b|, |b log k| are held inside this: a separated curve's slope stops here, not at infinity
 SD_LIMIT = 10.0  # a block SD is searched up to this on the logit scale
+AT_ZERO = 1e-6  # a fitted SD this near 0 is 0
 MOVED_OFF = 0.05  # where a profile's fit starts an SD that its neighbour fitted as 0
 NEWTON_STEPS = 100
 TOLERANCES = {"ftol": 1e-13, "gtol": 1e-7, "maxiter": 1000}  # L-BFGS-B stops where lme4 does or nearer the maximum
@@ -117,8 +120,15 @@ def fit_population(
     likelihood's own gradient. The likelihood is even in each SD, so an SD of 0 is a stationary point: the SDs range
     over [-SD_LIMIT, SD_LIMIT] and are read as their size (bounded at 0, the search stopped there where the maximum lay
     beyond). A free fit starts from 0 with both SDs at 1 and again at 0.1, as the likelihood over the SDs may have two
-    maxima; a profile's fit starts once, from the fit `near` it, an SD of 0 moved to MOVED_OFF."""
+    maxima; a profile's fit starts once, from the fit `near` it, an SD of 0 moved to MOVED_OFF. Where every run took
+    up, or none did, the likelihood has no maximum, only its supremum 1 as the intercept runs off: the fit is that
+    limit, a flat curve at EFFECT_LIMIT with no slope and no spread."""
     from scipy import optimize
+
+    if np.ptp(curves.took_up) == 0:
+        intercept = EFFECT_LIMIT if curves.took_up[0] else -EFFECT_LIMIT
+        held = 0.0 if sd_mode is None else sd_mode
+        return PopulationFit(intercept, 0.0, 0.0, 0.0, held, float(-np.sum(np.logaddexp(0.0, -abs(intercept)))))
 
     free_shift, free_sd = log_k is None, sd_mode is None
     ones = np.ones(len(curves.took_up))
@@ -149,8 +159,13 @@ def fit_population(
             best = result
     a, b = best.x[:2]
     c = best.x[2] if free_shift else b * log_k
-    sd_v = abs(float(best.x[effects + 1])) if free_sd else sd_mode
-    return PopulationFit(float(a), float(b), float(c), abs(float(best.x[effects])), sd_v, -float(best.fun))
+    sd_v = size(best.x[effects + 1]) if free_sd else sd_mode
+    return PopulationFit(float(a), float(b), float(c), size(best.x[effects]), sd_v, -float(best.fun))
+
+
+def size(sd: float) -> float:
+    """A fitted SD as its size, 0 within AT_ZERO of it: the search stops within its tolerance of a maximum at 0."""
+    return 0.0 if abs(sd) < AT_ZERO else abs(float(sd))
 
 
 def log_k_interval(curves: Curves, fit: PopulationFit, factor: float = 1.0) -> tuple[float, float]:
@@ -183,6 +198,42 @@ def mode_sd_interval(curves: Curves, fit: PopulationFit, level: float = 1 - ALPH
     low = 0.0 if excess(0.0) <= 0 else optimize.brentq(excess, 0.0, fit.sd_mode, xtol=1e-4)
     high = math.inf if excess(SD_LIMIT) <= 0 else optimize.brentq(excess, fit.sd_mode, SD_LIMIT, xtol=1e-4)
     return low, high
+
+
+def parallelism_p(curves: Curves, fit: PopulationFit, step: float = 1e-5) -> float:
+    """Rao's score test of d in a + u_b + b log beta + c s + d s log beta + s v_b at the shift model's fit (d = 0): U =
+    dlogL/dd there, T = U^2 [I^-1]_dd with I the observed information (central differences of the likelihood's own
+    gradient) over a, b, c, d and each SD the fit did not put at 0, against chi2_1; nan where I is not positive
+    definite (a separated fit's slope at EFFECT_LIMIT)."""
+    from scipy import stats
+
+    design = np.column_stack([np.ones(len(curves.took_up)), curves.log_beta, curves.sums, curves.sums * curves.log_beta])
+    at = np.array([fit.intercept, fit.slope, fit.mode_effect, 0.0, fit.sd_block, fit.sd_mode])
+    moved = [*range(4), *(4 + index for index, sd in enumerate(at[4:]) if sd > 0)]
+
+    def gradient(x: np.ndarray) -> np.ndarray:
+        return laplace_loglik(design, x[:4], curves, x[4], x[5])[1][moved]
+
+    information = np.empty((len(moved), len(moved)))
+    for column, parameter in enumerate(moved):
+        nudge = np.zeros(len(at))
+        nudge[parameter] = step
+        information[:, column] = (gradient(at - nudge) - gradient(at + nudge)) / (2 * step)
+    information = (information + information.T) / 2
+    if np.any(np.linalg.eigvalsh(information) <= 0):
+        return math.nan
+    statistic = gradient(at)[3] ** 2 * np.linalg.inv(information)[3, 3]
+    return float(stats.chi2.sf(statistic, 1))
+
+
+def block_curve(fit: PopulationFit, log_beta: np.ndarray, is_sum: float, quantile: float = 0.5) -> np.ndarray:
+    """Take-up over log beta of the block at `quantile` of the population (0.5: the typical block, u = v = 0, on whose
+    curve sum's is mean's at k x beta): expit(a + b log beta + c s + z_q sqrt(sd_block^2 + s sd_mode^2)), the logit
+    being monotone in a block's combined effect."""
+    from scipy import stats
+
+    spread = math.sqrt(fit.sd_block**2 + is_sum * fit.sd_mode**2)
+    return special.expit(fit.intercept + fit.slope * log_beta + fit.mode_effect * is_sum + stats.norm.ppf(quantile) * spread)
 
 
 def simulate_runs(curves: Curves, fit: PopulationFit, rng: np.random.Generator) -> Curves:
