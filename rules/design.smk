@@ -1,6 +1,7 @@
 checkpoint design_look:
     # a sequential design's look k (sequential/look_files.py): it reads the open arms' runs at the look's layout, and its
-    # file says what look k + 1 trains; the input functions of the next look and of the tables read it, verified.
+    # file says what look k + 1 trains; the input functions of the next look and of the tables read it, verified. A
+    # curve design's look k (sequential/curve_looks.py) reads the open curves' runs of stages 1..k and places stage k + 1.
     # Look 1 also records the design in the results folder (sequential/record.py), outside its declared output, which
     # snakemake would delete before the job: the record must outlive its look files
     input:
@@ -18,11 +19,9 @@ checkpoint design_look:
         runtime=5,
         mem_mb=1000,
     params:
-        design=PLAN.design_flag(),
-        control_of=PLAN.control_pairs(),
-        reset=PLAN.reset_flag(),
+        module=PLAN.look_module(),
+        design=PLAN.design_flags(),
         pilot=PLAN.pilot_flags(),
     shell:
-        "python -m experiments.synthetic_sequences.sequential.look_files --look {wildcards.look} --design {params.design} "
-        "--control-of={params.control_of:q} --metrics {input.metrics:q} --previous {input.previous:q} {params.reset} "
-        "--out {output:q} {params.pilot} > {log:q} 2>&1"
+        "python -m {params.module} --look {wildcards.look} {params.design} --metrics {input.metrics:q} "
+        "--previous {input.previous:q} --out {output:q} {params.pilot} > {log:q} 2>&1"

@@ -25,6 +25,7 @@ from experiments.synthetic_sequences.planning.config_docs import (
 from experiments.synthetic_sequences.planning.config_files import SHIPPED, drop_removed_families, read_configs
 from experiments.synthetic_sequences.planning.endpoints import declared_primary
 from experiments.synthetic_sequences.planning.grid import expand_grid, family_seeds, resolve_blocks, run_betas
+from experiments.synthetic_sequences.sequential.curve_design import parse_curve_design
 from experiments.synthetic_sequences.sequential.design import parse_design
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,6 +153,11 @@ def grid_defaults():
     return expand_grid(families, 1)[0], declared_primary(families)
 
 
+def curve_default():
+    """The curve design of only its required keys."""
+    return parse_curve_design({"kind": "curve", "first_blocks": 1, "stage_blocks": 1, "budget": 10}, 1)
+
+
 # every key whose description states a value as its default (`Default: <value>.`), and the value the code applies
 CODE_DEFAULTS = {
     "references": lambda: len(resolve_blocks(None)),
@@ -162,6 +168,9 @@ CODE_DEFAULTS = {
     "design.alpha_spending": lambda: (
         parse_design({"kind": "sequential", "looks": [{"references": 1, "seeds": s} for s in (1, 2)], "max_runs_per_arm": 2}).alpha_spending
     ),
+    "design.precision": lambda: curve_default().precision,
+    "design.placement": lambda: curve_default().placement,
+    "design.stop_at_reading": lambda: curve_default().stop_at_reading,
     "data.tasks": lambda: list(SequenceConfig().tasks),
     "data.per_block": lambda: rule_defaults(r'config\["data"\]\.get')["per_block"],
     "families.<name>.beta": lambda: grid_defaults()[0].beta,

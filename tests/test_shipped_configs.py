@@ -154,6 +154,41 @@ class TestCurve:
         assert {f"discrete b={beta:g}" for beta in betas} <= set(takeup.family)
 
 
+class TestCurveDesign:
+    def test_the_curve_design_runs_two_stages_whose_second_trains_where_the_first_fit_placed_it(self, tmp_path):
+        """config/curve_design.yaml's discrete dist curve on 1 block a stage x 1 seed, its budget cut to stage 1's 10 runs
+        (5 coarse betas x 2 modes) and one stage of 4: look 1 fits stage 1, stops nothing it cannot (the budget holds
+        another stage) and places stage 2 on block 102; look 2 reads all 14 runs and stops the curve at its budget. The
+        betas stage 2 trained are those curve_design.informative_betas gives from look 1's recorded fit, on the second
+        block only, and the verdict gives the design's account."""
+        from experiments.synthetic_sequences.sequential.curve_design import coarse_betas, informative_betas
+
+        config = yaml.safe_load((ROOT / "config" / "curve_design.yaml").read_text())
+        discrete = config["families"]["discrete"]
+        discrete["runs"] = [run for run in discrete["runs"] if run["term"] == "dist"]
+        del config["families"]["continuous"]
+        config["design"] |= {"first_blocks": 1, "stage_blocks": 1, "budget": 14}
+        (tmp_path / "curve_design.yaml").write_text(yaml.safe_dump(config))
+        cut = {"references": [101, 102], "seeds": 1, "seeds_per_job": 1}
+        results, runs = run_tiny(str(tmp_path / "curve_design.yaml"), tmp_path, **cut)
+        look1, look2 = (json.loads((results / "design" / f"look{k}.json").read_text()) for k in (1, 2))
+        (group,) = look1["groups"]
+        decision = group["decisions"]["curve"]
+        assert decision["decision"] == "continue" and decision["runs"] == 10 and group["train_next"] == ["mean", "sum"]
+        span = look1["spans"]["discrete/dist/0"]
+        for is_sum, mode in enumerate(("mean", "sum")):
+            placed = informative_betas(*decision["fit"][:3], is_sum, span, "c-optimal")
+            assert group["next_betas"][mode] == placed
+            first = runs[(runs.reference == 101) & (runs["mode"] == mode)]
+            second = runs[(runs.reference == 102) & (runs["mode"] == mode)]
+            assert sorted(first.beta) == coarse_betas(span) and sorted(second.beta) == placed
+        assert look2["groups"][0]["decisions"]["curve"] | {} == {**look2["groups"][0]["decisions"]["curve"], "runs": 14}
+        assert look2["groups"][0]["decisions"]["curve"]["decision"] in ("budget", "beyond scale", "precise", "no shift", "a shift")
+        assert len(runs) == 14 and set(look2["runs_read"]) == set(look1["runs_read"]) | set(look2["runs_read"])
+        verdict = (results / "tables" / "verdict.md").read_text()
+        assert "### The curve design" in verdict and "2 looks, a budget of 14 runs per curve, 1 block in stage 1 and 1 new" in verdict
+
+
 class TestPerBlock:
     def test_blocks_with_their_own_data_train_tabulate_and_bind_at_tiny_settings(self, tmp_path):
         """config/per_block.yaml on 2 of its blocks x 2 seeds: each block draws its own records with its own seed, and

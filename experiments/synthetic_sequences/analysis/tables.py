@@ -71,6 +71,8 @@ from experiments.synthetic_sequences.planning.data_draws import (
 from experiments.synthetic_sequences.planning.endpoints import parse_primary
 from experiments.synthetic_sequences.planning.grid import parse_control_of
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
+from experiments.synthetic_sequences.sequential.curve_design import CURVE
+from experiments.synthetic_sequences.sequential.curve_looks import is_curve_look, read_curve_looks
 from experiments.synthetic_sequences.sequential.look_files import check_looks_read, read_looks
 from experiments.synthetic_sequences.splits import SPLITS
 
@@ -100,9 +102,12 @@ def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index().dropna(axis=1, how="all")
 
 
-def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_of, looks, draws, pilot: PilotCommand) -> None:
-    """verdict.md from the tables (and a beta axis's curve tables, where there are), the runs and control pairs as
-    the fixed tables read them (per beta on an axis), and the pilot's command line its suggestions repeat."""
+def write_verdict(
+    path: Path, tables: Mapping[str, pd.DataFrame], runs, control_of, looks, draws, pilot: PilotCommand, curve_looks=()
+) -> None:
+    """verdict.md from the tables (and a beta axis's curve tables, where there are, with a curve design's looks), the
+    runs and control pairs as the fixed tables read them (per beta on an axis), and the pilot's command line its
+    suggestions repeat."""
     verdict = verdict_markdown(
         tables["verdict"],
         runs,
@@ -115,6 +120,7 @@ def write_verdict(path: Path, tables: Mapping[str, pd.DataFrame], runs, control_
         tables.get("beta_curves"),
         tables.get("beta_curve_cells"),
         pilot,
+        curve_looks,
     )
     with atomic_path(path) as tmp:
         tmp.write_text(verdict)
@@ -186,6 +192,8 @@ def aggregate(
         "verdict": verdict_table(arm_runs, contrasts, arm_controls, arm_primary),
     }
     mixes = keyed_per_beta(hybrid_mixes(records, pilot), runs)
+    curve_looks = [look for look in looks if look["design"].get("kind") == CURVE]  # the curves' section reads them
+    looks = [look for look in looks if look["design"].get("kind") != CURVE]
     tables["cross_term"] = cross_term_table(tables["verdict"], arm_runs, contrasts, arm_controls, looks, mixes)
     if has_axis(runs):
         tables["beta_curves"] = shift_table(runs, tokens=mean_tokens(draws))
@@ -195,7 +203,7 @@ def aggregate(
         metrics.to_parquet(tmp, index=False)
     for name, table in tables.items():
         write_table(table, out_dir / name, formats=("parquet", "csv") if name == "verdict" else ("parquet", "csv", "md"))
-    write_verdict(out_dir / "verdict.md", tables, arm_runs, arm_controls, looks, draws, pilot)
+    write_verdict(out_dir / "verdict.md", tables, arm_runs, arm_controls, looks, draws, pilot, curve_looks)
     tables["curves"] = curves_table(metrics)
     write_table(tables["curves"], out_dir / "curves", formats=("parquet", "csv"))
     return tables
@@ -218,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     combine.add_argument("--out-dir", required=True)
     combine.add_argument("--grid", required=True, help="the grid.json the Snakefile writes: the runs the tables may read")
     combine.add_argument("--grid-copy", default=None, help="where the tables keep a copy of it (default: grid-<its name> in --out-dir)")
-    combine.add_argument("--looks", nargs="*", default=[], help="a sequential design's look files, in order: the verdict states the design")
+    combine.add_argument("--looks", nargs="*", default=[], help="a sequential or curve design's look files, in order")
     combine.add_argument(
         "--input",
         action="append",
@@ -234,7 +242,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         control_of = parse_control_of(args.control_of)
         pilot = PilotCommand.of_flags(args)
         binding = Binding.from_files(args.grid, dict(parse_input(text) for text in args.input))
-        looks = read_looks(args.looks, control_of, pilot)
+        curve = args.looks and is_curve_look(args.looks[0])
+        looks = read_curve_looks(args.looks, pilot) if curve else read_looks(args.looks, control_of, pilot)
         primary = parse_primary(args.primary)
         summaries = parse_data_summaries(args.data_summary)
         tables = aggregate(args.metrics, summaries, args.references, args.out_dir, control_of, binding, looks, primary, pilot)

@@ -22,6 +22,7 @@ SHIPPED = (
     "calibration.yaml",
     "cold_start.yaml",
     "curve.yaml",
+    "curve_design.yaml",
     "note.yaml",
     "per_block.yaml",
     "pilot.yaml",

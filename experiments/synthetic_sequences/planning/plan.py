@@ -2,15 +2,17 @@
 
     PLAN = Plan.load(config, WorkflowFiles(...))    in the Snakefile, once, before any stage is included
 
-Plan.load runs every config check once, in order (config_files.check_loaded), then builds the run grid, its chunks and
-the sequential design's looks (sequential/stage.Looks). Each stage's rules call its methods: paths (a rule's output or
-input pattern), input functions and params (wildcards -> paths or flags). Nothing here reads a global: what snakemake
-knows of the command line comes in as WorkflowFiles, and a look's checkpoint as a callable. No torch or pandas.
-"""
+Plan.load runs every config check once, in order (config_files.check_loaded), then builds the run grid, its chunks
+and the sequential design's looks (sequential/stage.Looks), or a curve design's stages (sequential/curve_stages.py).
+Each stage's rules call its methods: paths (a rule's output or input pattern), input functions and params (wildcards
+-> paths or flags). Nothing here reads a global: what snakemake knows of the command line comes in as WorkflowFiles,
+and a look's checkpoint as a callable. No torch or pandas."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -46,6 +48,7 @@ from experiments.synthetic_sequences.run_layout import (
     reference_artifact,
     run_directory,
 )
+from experiments.synthetic_sequences.sequential.curve_design import CURVE, curve_design_of
 from experiments.synthetic_sequences.sequential.stage import Looks
 
 
@@ -68,7 +71,13 @@ class Plan(TablesStage):
         """The plan of a config that passed check_loaded and check_cross_fields: its grid (each family checked as it
         expands, each control against its main family), its chunks, its grid record and its design."""
         self.config, self.pilot = config, pilot
-        specs = expand_grid(config["families"], config.get("seeds"), config.get("references"))
+        curve = curve_design_of(config)  # a curve design trains stage 1 first: its grid grows with its looks
+        if curve is None:
+            specs = expand_grid(config["families"], config.get("seeds"), config.get("references"))
+        else:
+            from experiments.synthetic_sequences.sequential.curve_stages import first_stage_specs
+
+            specs = first_stage_specs(config, curve)
         check_pairings(config["families"], config.get("seeds"))
         declared_primary(config["families"])  # refuses an endpoint it does not know, or one declared in a control family
         check_batch_sizes(config, specs)
@@ -77,7 +86,17 @@ class Plan(TablesStage):
         # the record of what the tables may read, named by its content: rule record_grid writes it (a dry run writes nothing)
         self.grid_document = grid_document(self.grid.values())
         self.grid_record = self.results(grid_file(self.grid_document))
-        self.looks = Looks.of_config(self, await_look)  # None: the fixed design
+        if curve is None:
+            self.looks = Looks.of_config(self, await_look)  # None: the fixed design
+        else:
+            from experiments.synthetic_sequences.sequential.curve_stages import CurveStages
+
+            self.looks = CurveStages.of_config(self, curve, await_look)
+
+    def add_runs(self, specs: list) -> None:
+        """A curve design's later stage: its runs and their chunks join the grid (sequential/curve_stages.py)."""
+        self.grid |= {spec.path: spec for spec in specs}
+        self.chunks |= chunk_grid(specs, self.seeds_per_job())
 
     @classmethod
     def load(cls, config: dict, files: WorkflowFiles, await_look: Callable[[int], object] | None = None) -> Plan:
@@ -211,3 +230,21 @@ class Plan(TablesStage):
     def train_gpus(self, wildcards) -> int:
         """GPUs of a training job: the family's `gpus`, else resources.train_run.gpus (0: CPU)."""
         return self.config["families"][wildcards.family].get("gpus", self.train_resource("gpus", 0))
+
+    # --- a design's look job (rules/design.smk) -------------------------------------------------------------------------
+
+    def look_module(self) -> str:
+        """The look job's module: a curve design's (sequential/curve_looks.py) or a contrast design's (look_files.py)."""
+        return f"experiments.synthetic_sequences.sequential.{'curve_looks' if self.curve_design() else 'look_files'}"
+
+    def curve_design(self) -> bool:
+        return self.looks is not None and self.looks.kind == CURVE
+
+    def design_flags(self) -> str:
+        """The look job's design flags: a curve design as its look files record it and its curves' spans; a contrast
+        design's config block, its control pairs and whether it may follow another design. The rule runs only under a
+        sequential or curve design."""
+        if self.curve_design():
+            return f"--design {shlex.quote(self.looks.record_flag())} --spans {shlex.quote(self.looks.spans_flag())}"
+        flags = f"--design {shlex.quote(json.dumps(self.config.get('design') or {}))} --control-of={shlex.quote(self.control_pairs())}"
+        return flags + (" --design-reset" if self.config.get("design_reset", False) else "")

@@ -5,7 +5,6 @@ grid's record. A mixin of plan.Plan, whose grid, looks and paths it reads.
 
 from __future__ import annotations
 
-import json
 import shlex
 
 from core.disentanglement.cli import format_pairs
@@ -181,9 +180,3 @@ class TablesStage:
     def previous_looks(self, wildcards) -> list[str]:
         """Every look file before look {look}, in order: the look verifies them as a chain."""
         return [self.look_file(look) for look in range(1, int(wildcards.look))]
-
-    def design_flag(self) -> str:
-        return shlex.quote(json.dumps(self.config.get("design") or {}))  # the rule runs only under a sequential design
-
-    def reset_flag(self) -> str:
-        return "--design-reset" if self.config.get("design_reset", False) else ""

@@ -37,13 +37,13 @@ from experiments.synthetic_sequences.planning.grid import parse_control_of
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
 from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
 from experiments.synthetic_sequences.run_layout import LOOK_TEMPLATE, metrics_path
+from experiments.synthetic_sequences.sequential.curve_design import CurveDesign, record_of
 from experiments.synthetic_sequences.sequential.decisions import look_groups
 from experiments.synthetic_sequences.sequential.design import (
     DESIGN_SCHEMA,
     Design,
     DesignError,
     design_from_record,
-    design_record,
     parse_design,
 )
 from experiments.synthetic_sequences.sequential.record import record_design
@@ -85,19 +85,27 @@ LOOK_SCHEMA = {  # look_document's fields
 
 
 def look_document(
-    look: int, design: Design, groups: list[dict], runs_read: Mapping[str, str], previous: Mapping | None, earlier_designs: list[dict]
+    look: int,
+    design: Design | CurveDesign,
+    groups: list[dict],
+    runs_read: Mapping[str, str],
+    previous: Mapping | None,
+    earlier_designs: list[dict],
+    **more: object,
 ) -> dict:
     """A look's file: what it decided and read, when, sealed with the sha256 of its content. earlier_designs: the
-    designs this results folder was read under before a design_reset (the first look's; [] after)."""
+    designs this results folder was read under before a design_reset (the first look's; [] after); `more`: a design's
+    own fields (a curve design's spans)."""
     body = {
         "look": look,
-        "design": design_record(design),
+        "design": record_of(design),
         "groups": groups,
         "runs_read": dict(runs_read),
         "previous_sha256": previous["sha256"] if previous else None,
         "earlier_designs": earlier_designs,
         # a recomputed look is a new file even where its decisions are the same, so everything after it is rebuilt
         "computed_at": datetime.now(UTC).isoformat(timespec="microseconds"),
+        **more,
     }
     return {**body, "sha256": sha256_json(body)}
 
@@ -114,20 +122,20 @@ def look_number(look_path: str | Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def read_look(path: str | Path, design: Design, pilot: PilotCommand = DEFAULT_PILOT) -> dict:
-    """A look's file, checked against itself: readable, unedited, of this design, the look its name says. Raises
-    DesignError naming the file and what to do."""
+def read_look(path: str | Path, design: Design | CurveDesign, pilot: PilotCommand = DEFAULT_PILOT, schema: Mapping = LOOK_SCHEMA) -> dict:
+    """A look's file, checked against itself: readable, unedited, of this design, the look its name says (of the
+    shape `schema` gives: a curve design's look has its own). Raises DesignError naming the file and what to do."""
     path = Path(path)
     recompute = recompute_advice(path, pilot)
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError) as err:
         raise DesignError(f"{path}: not a readable look file ({err}); {recompute}") from err
-    check_shape(document, LOOK_SCHEMA, path, recompute, DesignError)
+    check_shape(document, schema, path, recompute, DesignError)
     body = {name: value for name, value in document.items() if name != "sha256"}
     if document["sha256"] != sha256_json(body):
         raise DesignError(f"{path}: its content does not match its sha256 (edited by hand?); {recompute}")
-    if document["design"] != design_record(design):
+    if document["design"] != record_of(design):
         raise DesignError(
             f"{path}: made under another design than the config's; a design cannot change between looks: its looks go "
             f"(and the runs they trained too, if those should not count): rm -r {shlex.quote(str(path.parent))}; then {pilot.command()}"

@@ -24,6 +24,8 @@ class Looks:
     """The design of a plan (plan.Plan, whose grid, references and paths it reads) whose config declares a sequential
     one, and its looks."""
 
+    kind = "sequential"
+
     def __init__(self, plan, design: Design, await_look: Callable[[int], object] | None):
         self.plan, self.design, self.await_look = plan, design, await_look
         self.control_of = control_families(plan.config["families"])

@@ -5,11 +5,14 @@ population of blocks with its interval, the blocks' SD of sum's effect, the para
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from experiments.synthetic_sequences.analysis.comparisons.curve_table import KEYS
+from experiments.synthetic_sequences.analysis.records.run_files import plural
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import MARGIN
+from experiments.synthetic_sequences.sequential.design import OPEN
 
 HEADING = "## Take-up over beta: does sum act as mean at another beta?"
 
@@ -72,8 +75,47 @@ def cell_lines(cells: pd.DataFrame) -> list[str]:
     return lines
 
 
-def beta_curve_section(table: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
-    """verdict.md's curve section (module docstring)."""
+def design_lines(looks: Sequence[Mapping]) -> list[str]:
+    """A curve design's account: per curve, the look it stopped at and why (or that it is still open), its runs, and
+    k with its interval at the look's level (sequential/curve_design.py)."""
+    if not looks:
+        return []
+    design, last = looks[0]["design"], looks[-1]
+    rows = []
+    for group in last["groups"]:
+        decision = group["decisions"]["curve"]
+        log_k, low, high = decision["log_k"], decision["log_low"], decision["log_high"]
+        rows.append(
+            {
+                **{key: group[key] for key in KEYS},
+                "stopped": decision["decision"] if decision["decision"] != OPEN else f"open after look {decision['look']}",
+                "at look": decision["look"],
+                "runs": decision["runs"],
+                "look's alpha": decision["alpha"],
+                "k": estimate(math.exp(log_k) if math.isfinite(log_k) else math.nan),
+                "interval at the look's level": interval(math.exp(low), math.exp(high)),
+                "reading at the look's level": decision["reading"],
+            }
+        )
+    return [
+        "### The curve design",
+        "",
+        f"{len(looks)} looks, a budget of {design['budget']} runs per curve, {plural(design['first_blocks'], 'block')} in "
+        f"stage 1 and {design['stage_blocks']} new in each stage after, {design['placement']} placement, {design['alpha_spending']} "
+        "spending. A curve stops when its parallelism p falls under the look's alpha (beyond scale), when k's interval at "
+        f"the look's level lies within a factor of {design['precision']:g} of k (precise)"
+        + (", when it reads no shift or a shift" if design["stop_at_reading"] else "")
+        + ", or when another stage would pass its budget. Each look's interval and test are at level 1 - its alpha, and "
+        "the looks' alphas add up to 0.05: whatever look a curve stopped at, its reading at the look's level is wrong at "
+        "most 5% of the time. The table above reads every run at 95%: its interval is k's, its reading a fixed design's.",
+        "",
+        pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g"),
+        "",
+    ]
+
+
+def beta_curve_section(table: pd.DataFrame, cells: pd.DataFrame, looks: Sequence[Mapping] = ()) -> list[str]:
+    """verdict.md's curve section (module docstring), with a curve design's account where its looks are given."""
     lines = [HEADING, ""]
     if table.empty:
         return [*lines, "No (family, term) ran mean and sum at two betas or more: no curve to read.", ""]
@@ -93,6 +135,7 @@ def beta_curve_section(table: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
         "",
         curve_frame(table).to_markdown(index=False, floatfmt=".3g"),
         "",
+        *design_lines(looks),
         "<details><summary>Observed against fitted: took up / runs per beta and mode (the fixed-block shift model's expected "
         "share)</summary>",
         "",

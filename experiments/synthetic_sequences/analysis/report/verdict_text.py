@@ -211,15 +211,17 @@ def verdict_markdown(
     beta_curves: pd.DataFrame | None = None,
     beta_cells: pd.DataFrame | None = None,
     pilot: PilotCommand = DEFAULT_PILOT,
+    curve_looks: Sequence[Mapping] = (),
 ) -> str:
     """The verdict; given the cross-term table (cross_term.py) and the count of planned take-up contrasts, that table
     first; given a sequential design's look files, its account of the design before the sections and no seeds-needed
     line; given confounds.length_separation and the data summaries ({draw: summary}), what length says, once and per
     term, and over which draws the verdict holds; given a beta
-    axis's shift and cells tables (beta_curves.py), the curves first; `pilot`: the command line the seeds line repeats."""
+    axis's shift and cells tables (beta_curves.py), the curves first, with a curve design's looks; `pilot`: the command
+    line the seeds line repeats."""
     lines = ["# Verdict: does token-sum change latent take-up and strategy separation?", "", scope_line(runs, draws), ""]
     if beta_curves is not None:
-        lines += beta_curve_section(beta_curves, beta_cells)
+        lines += beta_curve_section(beta_curves, beta_cells, curve_looks)
     if draws is not None and not runs[runs.controls == NO_CONTROL].empty:
         lines += [f"{length_predicts_strategy(draws)} {token_line(runs)}".rstrip(), ""]
     if cross_term is not None and not cross_term.empty:

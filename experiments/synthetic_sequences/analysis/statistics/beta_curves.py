@@ -138,9 +138,9 @@ def profile_interval(profile: Callable[[float], float], log_k: float, best: floa
     return ends[0], ends[1]
 
 
-def reading(log_low: float, log_high: float, parallel_p: float) -> str:
-    """The curve's reading (module docstring), from log k's interval and the parallelism p."""
-    if parallel_p < ALPHA:
+def reading(log_low: float, log_high: float, parallel_p: float, alpha: float = ALPHA) -> str:
+    """The curve's reading (module docstring), from log k's interval and the parallelism p, tested at `alpha`."""
+    if parallel_p < alpha:
         return "beyond scale"
     if -math.log(MARGIN) <= log_low and log_high <= math.log(MARGIN):
         return "no shift"
