@@ -106,8 +106,10 @@ def design_lines(looks: Sequence[Mapping]) -> list[str]:
         f"the look's level lies within a factor of {design['precision']:g} of k (precise)"
         + (", when it reads no shift or a shift" if design["stop_at_reading"] else "")
         + ", or when another stage would pass its budget. Each look's interval and test are at level 1 - its alpha, and "
-        "the looks' alphas add up to 0.05: whatever look a curve stopped at, its reading at the look's level is wrong at "
-        "most 5% of the time. The table above reads every run at 95%: its interval is k's, its reading a fixed design's.",
+        "the looks' alphas add up to 0.05: whatever look a curve stopped at, its interval at the look's level covers k and "
+        "its reading holds at least 95% of the time (simulated: 94-99%). The table above reads every run at 95% as a fixed "
+        "design would: after the design's stops its interval covers k less often (simulated: 90-93%), so the design's "
+        "interval and reading are these.",
         "",
         pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g"),
         "",
