@@ -43,24 +43,33 @@ def lme4_fit(curves: Curves) -> dict[str, float]:
     return {key: math.nan if value == "NA" else float(value) for key, value in (item.split("=") for item in line.split())}
 
 
-def main() -> None:
+def population_figures(curves: Curves) -> dict[str, float]:
+    """population_curves' fit, k's interval, the spread test and sd_mode's interval, named as lme4_fit names them."""
     from experiments.synthetic_sequences.analysis.statistics import population_curves as population
 
+    fit = population.fit_population(curves)
+    log_low, log_high = population.log_k_interval(curves, fit)
+    sd_low, sd_high = population.mode_sd_interval(curves, fit)
+    return {
+        "intercept": fit.intercept,
+        "slope": fit.slope,
+        "mode_effect": fit.mode_effect,
+        "sd_block": fit.sd_block,
+        "sd_mode": fit.sd_mode,
+        "loglik": fit.loglik,
+        "log_k": fit.log_k,
+        "log_low": log_low,
+        "log_high": log_high,
+        "mode_sd_p": population.mode_sd_p(curves, fit),
+        "sd_low": sd_low,
+        "sd_high": sd_high,
+    }
+
+
+def main() -> None:
     for name in DATASETS:
         curves = dataset(name)
-        fit = population.fit_population(curves)
-        ours = {
-            "intercept": fit.intercept,
-            "slope": fit.slope,
-            "mode_effect": fit.mode_effect,
-            "sd_block": fit.sd_block,
-            "sd_mode": fit.sd_mode,
-            "loglik": fit.loglik,
-            "log_k": fit.log_k,
-            **dict(zip(("log_low", "log_high"), population.log_k_interval(curves, fit), strict=True)),
-            "mode_sd_p": population.mode_sd_p(curves, fit),
-            **dict(zip(("sd_low", "sd_high"), population.mode_sd_interval(curves, fit), strict=True)),
-        }
+        ours = population_figures(curves)
         print(f"{name}:")
         for key, value in lme4_fit(curves).items():
             print(f"  {key:12s} lme4 {value:12.6g}  population_curves {ours[key]:12.6g}")

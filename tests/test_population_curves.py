@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bench.population_fit_lme4 import DATASETS, dataset
+from bench.population_fit_lme4 import DATASETS, dataset, population_figures
 from experiments.synthetic_sequences.analysis.statistics import population_curves as population
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import Curves
 
@@ -52,24 +52,7 @@ TOLERANCE = {"intercept": 2e-3, "slope": 5e-4, "mode_effect": 5e-4, "sd_block": 
 
 @cache
 def figures(name: str) -> dict[str, float]:
-    curves = dataset(name)
-    fit = population.fit_population(curves)
-    log_low, log_high = population.log_k_interval(curves, fit)
-    sd_low, sd_high = population.mode_sd_interval(curves, fit)
-    return {
-        "intercept": fit.intercept,
-        "slope": fit.slope,
-        "mode_effect": fit.mode_effect,
-        "sd_block": fit.sd_block,
-        "sd_mode": fit.sd_mode,
-        "loglik": fit.loglik,
-        "log_k": fit.log_k,
-        "log_low": log_low,
-        "log_high": log_high,
-        "mode_sd_p": population.mode_sd_p(curves, fit),
-        "sd_low": sd_low,
-        "sd_high": sd_high,
-    }
+    return population_figures(dataset(name))
 
 
 @pytest.mark.parametrize("name", list(DATASETS))

@@ -29,7 +29,6 @@ from pathlib import Path
 from core.disentanglement.artifacts import sha256_file, write_json
 from core.disentanglement.cli import refusals_exit
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
-from experiments.synthetic_sequences.planning.record_shape import SHA256
 from experiments.synthetic_sequences.run_layout import metrics_path
 from experiments.synthetic_sequences.sequential.curve_design import (
     CURVE,
@@ -40,6 +39,7 @@ from experiments.synthetic_sequences.sequential.curve_design import (
 )
 from experiments.synthetic_sequences.sequential.design import OPEN, DesignError
 from experiments.synthetic_sequences.sequential.look_files import (
+    LOOK_SCHEMA,
     check_look_runs,
     look_document,
     read_look,
@@ -61,18 +61,14 @@ CURVE_GROUP_SCHEMA = {
         "next_betas": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
     },
 }
-CURVE_LOOK_SCHEMA = {
-    "type": "object",
-    "required": ["look", "design", "groups", "runs_read", "previous_sha256", "spans", "computed_at", "sha256"],
+CURVE_LOOK_SCHEMA = {  # a look file's (look_files.LOOK_SCHEMA) with curves for groups, and their spans
+    **LOOK_SCHEMA,
+    "required": [*LOOK_SCHEMA["required"], "spans"],
     "properties": {
-        "look": {"type": "integer", "minimum": 1},
+        **LOOK_SCHEMA["properties"],
         "design": CURVE_DESIGN_SCHEMA,
         "groups": {"type": "array", "items": CURVE_GROUP_SCHEMA},
-        "runs_read": {"type": "object", "additionalProperties": SHA256},
-        "previous_sha256": {**SHA256, "type": ["string", "null"]},
         "spans": {"type": "object", "additionalProperties": {"type": "array", "minItems": 2, "maxItems": 2}},
-        "computed_at": {"type": "string"},
-        "sha256": SHA256,
     },
 }
 
