@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -70,6 +71,20 @@ def print_result(result: BenchResult) -> None:
         target = f"target {f.target}{' ' + f.unit if f.unit not in ('x', '%') else ''}" if f.target else ""
         print(f"  {f.name:<62s} {f.formatted():>12s}   {target:<18s} {verdict:<6s} {f.note}")
     sys.stdout.flush()
+
+
+def trainer_commands(snakemake_args: list[str], cwd: Path) -> list[list[str]]:
+    """The trainer command of every training job of the pilot in `cwd` (`snakemake -n -p --forcerun train_run` with
+    `snakemake_args`: its config files and settings), each as its tokens, `python` as this interpreter."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--forcerun", "train_run", *snakemake_args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    commands = [shlex.split(line.split(":", 1)[1].split(" > ")[0]) for line in shown.splitlines() if "train_disentangled" in line]
+    return [[sys.executable if token == "python" else token for token in tokens] for tokens in commands]
 
 
 def progress(message: str) -> None:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import torch
+
+from bench.common import trainer_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 DROPPED = {"--seed": 1, "--run-dir": 1, "--chunk-manifest": 1, "--chunk-training": 1}
@@ -29,15 +29,7 @@ DROPPED = {"--seed": 1, "--run-dir": 1, "--chunk-manifest": 1, "--chunk-training
 def trainer_command(results: Path) -> tuple[list[str], int]:
     """The first training job's command of the pilot in `results`, without its seeds, folders and manifest, and its
     first trainer seed (its block's: grid.training_seed)."""
-    shown = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "-p", "--forcerun", "train_run", "--config", f"results={results}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    line = next(line for line in shown.splitlines() if "train_disentangled" in line)
-    tokens = shlex.split(line.split(":", 1)[1].split(" > ")[0])
+    tokens = trainer_commands(["--config", f"results={results}"], ROOT)[0]
     kept, skip = [], 0
     for token in tokens:
         if skip:
@@ -46,7 +38,7 @@ def trainer_command(results: Path) -> tuple[list[str], int]:
             skip = DROPPED[token]
         else:
             kept.append(token)
-    return [sys.executable if token == "python" else token for token in kept], int(tokens[tokens.index("--seed") + 1])
+    return kept, int(tokens[tokens.index("--seed") + 1])
 
 
 def inside(run: Path) -> float:

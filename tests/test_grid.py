@@ -158,9 +158,10 @@ def test_every_documented_device_passes_the_parse_time_check(device):
 
 def test_every_value_reaches_the_shell_as_one_argument():
     arguments = {"device": "cpu --seed 5", "out_dir": "results with space/x", "tasks": ["sort", "it's"], "hybrid": {"dist": 0.5}}
+    arguments["stop_at_take_up"] = True
     assert shlex.split(cli_arguments(arguments)) == [
         *("--device", "cpu --seed 5", "--out-dir", "results with space/x"),
-        *("--tasks", "sort", "it's", "--hybrid", "dist=0.5"),
+        *("--tasks", "sort", "it's", "--hybrid", "dist=0.5", "--stop-at-take-up", "true"),
     ]
 
 

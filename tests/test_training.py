@@ -203,6 +203,7 @@ def test_trainer_refuses_train_scores_given_as_val_scores(io_flags, scored, tmp_
         (["--length-groups", "0"], "length_groups: 0 is not allowed"),
         (["--steps", "10.5"], "--steps: invalid int value: '10.5'"),
         (["--stpes", "10"], "unrecognized arguments: --stpes 10"),
+        (["--stop-at-take-up", "yes"], "--stop-at-take-up: 'yes' is not allowed; allowed values: true, false"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_field(io_flags, tmp_path, capsys, flags, message):

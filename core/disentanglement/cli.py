@@ -70,6 +70,13 @@ def parse_pairs(text: str, value: Callable[[str], object] = float, what: str = "
     return pairs
 
 
+def parse_bool(text: str) -> bool:
+    """'true' / 'false' (any case), as a flag's value."""
+    if text.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed values: true, false")
+    return text.lower() == "true"
+
+
 def format_pairs(pairs: Mapping) -> str:
     """{'a': 0.5, 'b': 1} -> 'a=0.5,b=1', the inverse of parse_pairs."""
     return ",".join(f"{name}={value}" for name, value in pairs.items())
@@ -103,6 +110,8 @@ def _add_flag(parser, name: str, f: Field) -> None:
         kwargs["choices"] = f.metadata["choices"]
     if isinstance(default, Mapping):
         kwargs.update(type=parse_pairs, default={})
+    elif isinstance(default, bool):  # bool("false") is True: the flag reads its words
+        kwargs.update(type=parse_bool, default=default)
     elif not required:
         kwargs.update(type=type(default), default=default)
     parser.add_argument("--" + name.replace("_", "-"), dest=name, **kwargs)

@@ -3,7 +3,8 @@
 Per step: the warmup-cosine learning rate (times each parameter group's `lr_factor`), the task's loss, a stop
 before the weights are touched if it is not finite, zero_grad / backward / clip / step, then the task's logging,
 its evaluation every `eval_every` steps and at the last, a progress line every `log_every` steps and at the last,
-and its end-of-step work (checkpoints, signals). What is trained and what is logged is the task's.
+and its end-of-step work (checkpoints, signals). What is trained and what is logged is the task's; an evaluation may
+end the loop early (a run's settled endpoint: the CVAE's confirmed take-up).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class LoopTask(Protocol):
     def logged(self, step: int, metrics: dict[str, float]) -> None:
         """After `step` steps: the step's parts, `grad_norm` added."""
 
-    def evaluate(self, step: int) -> None: ...
+    def evaluate(self, step: int) -> bool | None:
+        """The validation point after `step` steps; True ends the loop after this step."""
 
     def progress(self, step: int, metrics: dict[str, float]) -> str:
         """The figures of a progress line."""
@@ -91,6 +93,7 @@ class TrainingLoop:
         self.prefix = f"{label} " if label else ""
         self.started = 0.0
         self.evaluation_s = 0.0
+        self.steps_done = 0  # the step the loop ended at: schedule.steps, or earlier where an evaluation ended it
 
     def clipped_step(self, loss: torch.Tensor, metrics: dict[str, float]) -> None:
         metrics["grad_norm"] = optimisation_step(self.model.parameters(), self.optimizer, loss, metrics, self.schedule.grad_clip)
@@ -111,13 +114,16 @@ class TrainingLoop:
                 raise NonFiniteLoss(f"{self.prefix}step {step}: {err}") from err
             done = step + 1
             task.logged(done, metrics)
+            self.steps_done = done
             last = done == schedule.steps
             if done % schedule.eval_every == 0 or last:
                 evaluation_started = time.perf_counter()
-                task.evaluate(done)  # may leave the model in eval mode: the next step sets train mode
+                last = bool(task.evaluate(done)) or last  # may leave the model in eval mode: the next step sets train mode
                 self.evaluation_s += time.perf_counter() - evaluation_started
             if done % schedule.log_every == 0 or last:
                 rate = (done - start_step) / self.elapsed()
                 line = f"{self.prefix}step {done}/{schedule.steps} {task.progress(done, metrics)} ({rate:.1f} steps/s)"
                 print(line, file=sys.stderr, flush=True)
             task.after(done)
+            if last:
+                return

@@ -31,6 +31,11 @@ TOOK_UP = "took_up"  # take-up, the primary metric
 ONSET_STEP = "onset_step"  # the step of take-up
 BLOCK = "reference"  # a run's reference block
 
+# a run's take-up event: validation I(x;z) at or above the threshold (nats; why 0.1: analysis/records/curves.py).
+# Confirmed at the second evaluation in a row at or above it: where a run may end (the trainer's stop_at_take_up).
+TAKEUP_THRESHOLD = 0.1
+CONFIRMING_EVALUATIONS = 2
+
 
 def arm_name(mode: str, controls: str) -> str:
     """A run's arm: its mode in a main family (as the plain name the tables write), its control's kind in a control

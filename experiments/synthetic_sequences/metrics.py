@@ -47,6 +47,8 @@ REGISTRY = (
     Metric("converged", "converged", "flag", "neither"),
     Metric("floor_mutual_information", "smallest validation I(x;z) before the onset (nats)", NATS, "neither"),
     Metric("rounding_takeup", "took up from a posterior uniform to float precision", "flag", "neither"),
+    # only where the run's stop_at_take_up was on and ended it: the step of its confirmed take-up
+    Metric("ended_at_take_up", "ended at its confirmed take-up (step)", "step", "neither"),
     # latent usage
     # I(x;z) >= 0; the continuous family's is a Monte Carlo estimate, which may fall below 0 by its standard error
     Metric("mutual_information", "I(x;z) (nats)", NATS, "higher", margin=0.05, bounds=NON_NEGATIVE, standard_error="mutual_information_se"),
@@ -161,6 +163,8 @@ VIEWS = {
     "batch_extremes": ("base_aggregate_min", "kappa_min", "kappa_max", "eta_min", "eta_max"),
     # the collapse before take-up (analysis/records/curves.py): the takeup table's smallest floor and count of rounding events
     "collapse": ("floor_mutual_information", "rounding_takeup"),
+    # where runs ended at their confirmed take-up (stop_at_take_up): the verdict's magnitude and separation go unread
+    "ended_early": ("ended_at_take_up",),
     # the verdict's endpoints, in its order: take-up, onset, magnitude, separation (analysis/report/verdict.py)
     "verdict": ("took_up", "onset_step", "mutual_information", "strategy_information"),
 }

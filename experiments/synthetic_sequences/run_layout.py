@@ -69,6 +69,7 @@ METADATA = "metadata.json"
 RESUME = "resume.pt"
 RUN_OUTPUTS = (RUN_CONFIG, METRICS_LOG, MODEL, EVALUATION, METADATA)  # what a finished run holds; metadata.json last
 FINISHED = "finished"  # metadata.json's key: the ISO time the run finished
+ENDED_AT_TAKE_UP = "ended_at_take_up"  # metadata.json's key, where it ended early: the step of its confirmed take-up
 
 
 class GridError(ValueError):

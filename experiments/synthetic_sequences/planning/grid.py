@@ -156,6 +156,8 @@ def cli_arguments(arguments: Mapping) -> str:
             values = [format_pairs(value)]
         elif isinstance(value, list | tuple):
             values = [str(item) for item in value]
+        elif isinstance(value, bool):
+            values = [str(value).lower()]  # core.disentanglement.cli.parse_bool's words
         else:
             values = [str(value)]
         parts.append(" ".join([f"--{name.replace('_', '-')}", *map(shlex.quote, values)]))

@@ -3,11 +3,14 @@
 Every seed keeps what its own run would have: its batch order (a BatchSchedule of its seed), its sampling noise
 (step_generator of its seed), its metrics log and its validation points, computed from its own weights. One
 forward and one backward pass serve them all (core.disentanglement.lockstep). A seed whose loss turns non-finite
-stops alone: its weights stay at its last good step and the other seeds go on.
+stops alone: its weights stay at its last good step and the other seeds go on. With stop_at_take_up the chunk ends
+at the validation point where every seed still training has confirmed its take-up (arms.CONFIRMING_EVALUATIONS points
+in a row at or above arms.TAKEUP_THRESHOLD): one seed alone ends at its own.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +22,16 @@ from core.disentanglement.batching import BatchSchedule, SequenceBatch, step_gen
 from core.disentanglement.lockstep import SeedStack
 from core.disentanglement.masking import supervised_counts
 from core.disentanglement.training import NonFiniteLoss, non_finite_loss
+from experiments.synthetic_sequences.arms import CONFIRMING_EVALUATIONS, TAKEUP_THRESHOLD
 from experiments.synthetic_sequences.run_layout import chunk_resume_file
 from experiments.synthetic_sequences.training.evaluate import NonFinitePosterior
 from experiments.synthetic_sequences.training.inputs import RunInputs
-from experiments.synthetic_sequences.training.run_state import MetricsLog, StopRequested, save_resume
+from experiments.synthetic_sequences.training.run_state import MetricsLog, StopRequested, read_lines, save_resume
 from experiments.synthetic_sequences.training.settings import TrainConfig
 from experiments.synthetic_sequences.training.train_step import Objective, logged_metrics, objective_parts
 from experiments.synthetic_sequences.training.validation import split_diagnostics, validation_metrics
+
+MUTUAL_INFORMATION = "mutual_information"  # the validation point's I(x;z), which the take-up event reads
 
 
 @dataclass
@@ -37,6 +43,7 @@ class Seed:
     log: MetricsLog
     stopped: int | None = None  # steps done when it stopped (its loss or validation posterior was not finite); its weights are theirs
     failure: str = ""
+    streak: int = 0  # its latest validation points in a row at or above the take-up threshold
 
     @property
     def key(self) -> str:
@@ -150,6 +157,14 @@ class ChunkTask:
                 self.stop_seed(i, step, f"validation: {err}")
                 continue
             seed.log.append({"split": "val", "step": step, **point, **self.val_diagnostics})
+            seed.streak = seed.streak + 1 if point[MUTUAL_INFORMATION] >= TAKEUP_THRESHOLD else 0
+        return self.confirmed_take_up()
+
+    def confirmed_take_up(self) -> bool:
+        """With stop_at_take_up: every seed still training has confirmed its take-up, so the chunk may end here."""
+        active = self.active()
+        ends = self.seeds[0].config.run.stop_at_take_up
+        return ends and bool(active) and all(self.seeds[i].streak >= CONFIRMING_EVALUATIONS for i in active)
 
     def progress(self, step: int, metrics: list[dict]) -> str:
         active = self.active()
@@ -179,6 +194,21 @@ class ChunkTask:
         rows = {seed.key: seed.log.rows for seed in self.seeds}
         save_resume(self.resume_path, step, self.stack, self.optimizer, stopped, rows, chunk_settings(self.seeds), self.inputs_sha256)
         self.last_saved = step
+
+
+def open_log(seed: Seed, rows_logged: dict[str, int]) -> None:
+    """The seed's metrics log, cut back to the rows its chunk's resume state logged, and its streak from them."""
+    seed.log = MetricsLog(seed.config.run.layout.partial_metrics_log, keep=rows_logged.get(seed.key, 0))
+    seed.streak = take_up_streak(seed.log.path) if rows_logged else 0
+
+
+def take_up_streak(log_path: Path) -> int:
+    """A resumed seed's streak (Seed.streak), from the validation points its kept metrics log holds."""
+    streak = 0
+    for row in map(json.loads, read_lines(log_path)):
+        if row["split"] == "val":
+            streak = streak + 1 if row[MUTUAL_INFORMATION] >= TAKEUP_THRESHOLD else 0
+    return streak
 
 
 def resume_file(seeds: list[Seed]) -> Path:

@@ -23,8 +23,8 @@ from core.disentanglement.artifacts import save_torch, sha256_file, write_json
 from core.disentanglement.batching import BatchSchedule
 from core.disentanglement.config import NORMALISED_TERMS
 from core.disentanglement.training import LoopSchedule, NonFiniteLoss, TrainingLoop
-from experiments.synthetic_sequences.run_layout import FINISHED, finished_at, write_chunk_record
-from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chunk_description, chunk_settings, resume_file
+from experiments.synthetic_sequences.run_layout import ENDED_AT_TAKE_UP, FINISHED, finished_at, write_chunk_record
+from experiments.synthetic_sequences.training.chunk import ChunkTask, Seed, chunk_description, chunk_settings, open_log, resume_file
 from experiments.synthetic_sequences.training.evaluate import evaluate
 from experiments.synthetic_sequences.training.inputs import RunInputs, load_inputs
 from experiments.synthetic_sequences.training.model_setup import build_optimizer, initial_model, initial_stack, resolve_device
@@ -195,7 +195,7 @@ def train_seeds(
     metadata = {}
     for seed in seeds:
         clear_outputs(seed.config.run.path)
-        seed.log = MetricsLog(seed.config.run.layout.partial_metrics_log, keep=rows_logged.get(seed.key, 0))
+        open_log(seed, rows_logged)
         metadata[seed.key] = start_metadata(
             seed.config, inputs, spec, device, start_step, stack, inputs_sha256, chunk_description(seeds, job_seeds)
         )
@@ -213,9 +213,11 @@ def train_seeds(
     except NonFiniteLoss:  # every seed stopped: each is written below with its failure
         pass
     timing = {"setup_s": loop.started - called, "train_loop_s": loop.elapsed(), "validation_s": loop.evaluation_s}
-    timing["train_steps"] = optim.steps - start_step
+    timing["train_steps"] = loop.steps_done - start_step
     evaluations = {}
     for i, seed in enumerate(seeds):
+        if loop.steps_done < optim.steps:  # its take-up confirmed (chunk.py): recorded, as the analysis reads it
+            metadata[seed.key][ENDED_AT_TAKE_UP] = loop.steps_done
         if seed.stopped is None:
             evaluations[seed.config.optim.seed] = finish(
                 seed.config, task.seed_model(i), inputs, device, seed.log, metadata[seed.key], dict(timing)

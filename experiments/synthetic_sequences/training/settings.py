@@ -36,6 +36,8 @@ CONTROLS = (NO_CONTROL, *CONTROL_ARMS)
 INPUT_PATHS = ("train_records", "val_records", "test_records", "train_scores", "val_scores", "reference", "init_decoder")
 DEVICES = "cpu, auto, cuda, cuda:N, mps"
 DEVICE = re.compile(r"cpu|auto|cuda|cuda:[0-9]+|mps")
+# options a run records only where they are on, so that the runs trained before each existed keep their settings
+OFF_UNLESS_SET = ("stop_at_take_up",)
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,11 @@ class RunConfig:
         "only the latent's input projection starts random. Empty: random initialisation",
     )
     eval_every: int = setting(100, "steps between validation points of the learning curves")
+    stop_at_take_up: bool = setting(
+        False,
+        "end the run at a confirmed take-up: the second validation point in a row at or above the take-up threshold "
+        "(seeds in lockstep end when every one has); its final I(x;z), strategy information and convergence are then not read",
+    )
     checkpoint_every: int = setting(100, "steps between resume checkpoints")
     log_every: int = setting(50, "steps between progress lines")
     eval_prompts_per_code: int = setting(32, "test evaluation: sampled prompts per code")
@@ -202,6 +209,9 @@ class TrainConfig:
         model["latent"] = model.pop(self.model.model)
         for name in MODEL_NAMES:
             model.pop(name, None)
+        for name in OFF_UNLESS_SET:
+            if not groups["run"][name]:
+                groups["run"].pop(name)
         return groups
 
     def flat(self) -> dict:
@@ -220,7 +230,7 @@ class TrainConfig:
         settings = {name: str(value) if isinstance(value, AggregationMode) else value for name, value in self.flat().items()}
         for name in (*INPUT_PATHS, "run_dir", "device", "log_every", "checkpoint_every"):
             settings.pop(name)
-        return settings
+        return {name: value for name, value in settings.items() if name not in OFF_UNLESS_SET or value}
 
 
 SETTING_NAMES = tuple(dict.fromkeys(name for name, _ in flat_fields(TrainConfig)))

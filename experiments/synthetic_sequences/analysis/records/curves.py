@@ -36,7 +36,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-TAKEUP_THRESHOLD = 0.1  # nats of validation I(x;z)
+from experiments.synthetic_sequences.arms import TAKEUP_THRESHOLD
+
 # nats: a discrete posterior uniform to float32 precision reads 1e-7 (float32's epsilon is 1.2e-7); an unused latent
 # that still tells codes apart sits at 1e-4 to 5e-3
 ROUNDING_FLOOR = 1e-6

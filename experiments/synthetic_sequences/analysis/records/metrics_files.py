@@ -42,6 +42,7 @@ from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT
 from experiments.synthetic_sequences.planning.plan_tables import EXTRACT_METRICS
 from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
 from experiments.synthetic_sequences.run_layout import (
+    ENDED_AT_TAKE_UP,
     EVALUATION,
     METADATA,
     METRICS_LOG,
@@ -97,6 +98,15 @@ def _scalar_items(section: dict, prefix: str = ""):
             yield prefix + name, float(value)
 
 
+def take_up_event(validation: list[dict], metadata: dict) -> dict[str, float]:
+    """A run's take-up event and convergence (curves.convergence); where it ended at its confirmed take-up (the
+    trainer's stop_at_take_up), that step, and convergence not read: its last quarter is not its budget's."""
+    event = convergence(validation)
+    if ENDED_AT_TAKE_UP in metadata:
+        event.update({"converged": float("nan"), ENDED_AT_TAKE_UP: float(metadata[ENDED_AT_TAKE_UP])})
+    return event
+
+
 def run_metrics(run_dir: str | Path) -> pd.DataFrame:
     """The tidy metrics table of one finished run directory."""
     run_dir = Path(run_dir)
@@ -133,7 +143,7 @@ def run_metrics(run_dir: str | Path) -> pd.DataFrame:
         records.append((f"train_{name}", "run", nan, value))
         if name in final:
             records.append((f"val_{name}", "run", nan, float(final[name])))
-    add(convergence(validation), "run")
+    add(take_up_event(validation, metadata), "run")
     curves = set(view("curves"))
     for row in validation:
         records.extend((m, "curve", float(row["step"]), v) for m, v in _scalar_items(row) if m in curves)

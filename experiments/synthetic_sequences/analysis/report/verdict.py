@@ -148,6 +148,19 @@ def endpoint_line(endpoint: Endpoint, rows: dict[str, dict], arm_text: str, plan
     return {"reading": effect, "shares": shares, "text": text + ".", "row": effect_row, "seeds_needed": needed}
 
 
+def ended_line(endpoint: Endpoint, runs: pd.DataFrame) -> dict | None:
+    """Where runs ended at their confirmed take-up (the trainer's stop_at_take_up), the line of an endpoint read at
+    the budget's end (magnitude, separation): not read. None where none ended early or the endpoint is the event's."""
+    (ended_at,) = view("ended_early")
+    if endpoint.metric in (TOOK_UP, ONSET_STEP) or ended_at not in runs or not (ended := int(runs[ended_at].notna().sum())):
+        return None
+    text = (
+        f"{endpoint.label}: not read: {ended} of {len(runs)} runs ended at their confirmed take-up (stop_at_take_up), "
+        "so their final I(x;z) and strategy information are those of that step, not of the budget."
+    )
+    return {"reading": "not read", "shares": {}, "text": text, "row": None}
+
+
 def arm_summary(endpoint: Endpoint, group_arms: dict[str, pd.DataFrame], medians: dict[str, float]) -> str:
     """Per arm, what the endpoint counts: 'mean 0/10, sum 6/10' for take-up (with several reference blocks, per block
     too, and the take-ups that were rounding events), the seeds behind the others."""
@@ -200,7 +213,9 @@ def verdict_table(
                         row["onset_share_a"], row["onset_share_b"] = (
                             group_arms[name].onset_observed.mean() for name in row["comparison"].split("-")
                         )
-                line = endpoint_line(endpoint, by_comparison, arm_summary(endpoint, group_arms, medians), planned)
+                line = ended_line(endpoint, involved) or endpoint_line(
+                    endpoint, by_comparison, arm_summary(endpoint, group_arms, medians), planned
+                )
                 effect_row = line["row"] or {}
                 rows.append(
                     {
