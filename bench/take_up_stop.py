@@ -10,7 +10,8 @@ runs without training them again. Per run: the confirmed step (none if never con
 after it, the training loop's seconds after it (train_loop_s, validation passes included, pro rata by steps), and
 whether its take-up would change (confirmed, yet the full run ends under the threshold: one that rose and fell).
 Per (family, term) and in all: runs, runs that took up, confirmed, changed, the steps and the training jobs' wall
-(benchmark files) the stop would save. The onset is the first evaluation at or above the threshold, before the stop,
+(benchmark files) the stop would save; then the share of every job's wall (z-free models, scoring, extraction, looks
+and tables too). The onset is the first evaluation at or above the threshold, before the stop,
 so no onset changes; the final I(x;z), the strategy information and the convergence flag are no longer read.
 
 --rerun N trains N of those runs again with `--stop-at-take-up true` (their training jobs' commands from
@@ -33,6 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.common import REPO, trainer_commands
+from bench.pilot import read_benchmarks
 from experiments.synthetic_sequences.analysis.records.curves import MI_CURVE
 from experiments.synthetic_sequences.analysis.records.run_files import validation_rows
 from experiments.synthetic_sequences.arms import CONFIRMING_EVALUATIONS, TAKEUP_THRESHOLD
@@ -193,6 +195,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{int(runs.job_s.isna().sum())} runs have no benchmark file: the job wall share leaves them out", file=sys.stderr)
     print(f"$ python -m bench.take_up_stop {args.results}")
     print(summary(runs).to_string(float_format=lambda value: f"{value:.1f}"))
+    every_job = read_benchmarks(args.results).seconds.sum()
+    saved = runs.loop_s_saved.sum()
+    share = 100 * saved / every_job
+    print(f"every job of the pilot (benchmark files): {every_job:.0f} s; the stop would save {saved:.0f} s of it ({share:.1f}%)")
     if args.rerun:
         checked = rerun(picked(runs, args.rerun), run_commands(args.workdir.resolve(), args.configfile), args.out)
         print(checked.to_string(float_format=lambda value: f"{value:.1f}"))
