@@ -37,7 +37,7 @@ from bench.common import REPO, trainer_commands
 from bench.pilot import read_benchmarks
 from experiments.synthetic_sequences.analysis.records.curves import MI_CURVE
 from experiments.synthetic_sequences.analysis.records.run_files import validation_rows
-from experiments.synthetic_sequences.arms import CONFIRMING_EVALUATIONS, TAKEUP_THRESHOLD
+from experiments.synthetic_sequences.arms import CONFIRMING_EVALUATIONS, TAKEUP_THRESHOLD, next_streak
 from experiments.synthetic_sequences.run_layout import ENDED_AT_TAKE_UP, METADATA, METRICS_LOG, finished_at, parse_run_path
 
 
@@ -45,7 +45,7 @@ def confirmed_step(rows: list[dict]) -> int | None:
     """The step of the CONFIRMING_EVALUATIONS-th validation evaluation in a row at or above the threshold, or None."""
     in_a_row = 0
     for row in rows:
-        in_a_row = in_a_row + 1 if row[MI_CURVE] >= TAKEUP_THRESHOLD else 0
+        in_a_row = next_streak(in_a_row, row[MI_CURVE])
         if in_a_row == CONFIRMING_EVALUATIONS:
             return int(row["step"])
     return None

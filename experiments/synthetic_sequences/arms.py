@@ -37,6 +37,11 @@ TAKEUP_THRESHOLD = 0.1
 CONFIRMING_EVALUATIONS = 2
 
 
+def next_streak(streak: int, mutual_information: float, threshold: float = TAKEUP_THRESHOLD) -> int:
+    """The validation points in a row at or above the threshold, after one more point."""
+    return streak + 1 if mutual_information >= threshold else 0
+
+
 def arm_name(mode: str, controls: str) -> str:
     """A run's arm: its mode in a main family (as the plain name the tables write), its control's kind in a control
     family."""

@@ -22,7 +22,7 @@ from core.disentanglement.batching import BatchSchedule, SequenceBatch, step_gen
 from core.disentanglement.lockstep import SeedStack
 from core.disentanglement.masking import supervised_counts
 from core.disentanglement.training import NonFiniteLoss, non_finite_loss
-from experiments.synthetic_sequences.arms import CONFIRMING_EVALUATIONS, TAKEUP_THRESHOLD
+from experiments.synthetic_sequences.arms import CONFIRMING_EVALUATIONS, TAKEUP_THRESHOLD, next_streak
 from experiments.synthetic_sequences.run_layout import chunk_resume_file
 from experiments.synthetic_sequences.training.evaluate import NonFinitePosterior
 from experiments.synthetic_sequences.training.inputs import RunInputs
@@ -157,7 +157,7 @@ class ChunkTask:
                 self.stop_seed(i, step, f"validation: {err}")
                 continue
             seed.log.append({"split": "val", "step": step, **point, **self.val_diagnostics})
-            seed.streak = seed.streak + 1 if point[MUTUAL_INFORMATION] >= TAKEUP_THRESHOLD else 0
+            seed.streak = next_streak(seed.streak, point[MUTUAL_INFORMATION], TAKEUP_THRESHOLD)
         return self.confirmed_take_up()
 
     def confirmed_take_up(self) -> bool:
@@ -207,7 +207,7 @@ def take_up_streak(log_path: Path) -> int:
     streak = 0
     for row in map(json.loads, read_lines(log_path)):
         if row["split"] == "val":
-            streak = streak + 1 if row[MUTUAL_INFORMATION] >= TAKEUP_THRESHOLD else 0
+            streak = next_streak(streak, row[MUTUAL_INFORMATION], TAKEUP_THRESHOLD)
     return streak
 
 
