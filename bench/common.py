@@ -75,7 +75,8 @@ def print_result(result: BenchResult) -> None:
 
 def trainer_commands(snakemake_args: list[str], cwd: Path) -> list[list[str]]:
     """The trainer command of every training job of the pilot in `cwd` (`snakemake -n -p --forcerun train_run` with
-    `snakemake_args`: its config files and settings), each as its tokens, `python` as this interpreter."""
+    `snakemake_args`: its config files and settings, and after `--` the outputs to plan for where not all), each as
+    its tokens, `python` as this interpreter."""
     shown = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "-p", "--forcerun", "train_run", *snakemake_args],
         cwd=cwd,
@@ -85,6 +86,13 @@ def trainer_commands(snakemake_args: list[str], cwd: Path) -> list[list[str]]:
     ).stdout
     commands = [shlex.split(line.split(":", 1)[1].split(" > ")[0]) for line in shown.splitlines() if "train_disentangled" in line]
     return [[sys.executable if token == "python" else token for token in tokens] for tokens in commands]
+
+
+def flag_values(tokens: list[str], flag: str) -> list[str]:
+    """The values of `flag` in a command's tokens: those after it up to the next flag."""
+    start = tokens.index(flag) + 1
+    end = next((i for i in range(start, len(tokens)) if tokens[i].startswith("--")), len(tokens))
+    return tokens[start:end]
 
 
 def progress(message: str) -> None:

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special
@@ -78,15 +80,16 @@ def run_design(design: CurveDesign, truth: Truth) -> dict:
         blocks, before, look = blocks + design.stage_blocks, runs, look + 1
 
 
-def fixed_width(truth: Truth, blocks: int, draws: int) -> tuple[float, float]:
-    """The fixed grid's median half-width of log k's 95% population interval at `blocks` blocks, and its coverage."""
+def fixed_width(draw: Callable[[], Curves], log_k: float, draws: int) -> tuple[float, float]:
+    """A fixed grid's median half-width of log k's 95% population interval over `draws` of its runs (`draw`), and how
+    often the interval covers the true `log_k`."""
     widths, covered = [], 0
     for _ in range(draws):
-        curves = truth.stage({0: list(SPAN), 1: list(SPAN)}, blocks, 2, 0)
+        curves = draw()
         fit = population.fit_population(curves)
         low, high = population.log_k_interval(curves, fit)
         widths.append((high - low) / 2)
-        covered += low <= truth.log_k <= high
+        covered += low <= log_k <= high
     return float(np.median(widths)), covered / draws
 
 
@@ -134,8 +137,9 @@ def main() -> None:
     median_width = float(np.median(nominal_widths))
     print(f"  median interval at the look's level: a factor {math.exp(float(np.median(widths))):.2f} either way")
     print(f"  median 95% interval at the stop: a factor {math.exp(median_width):.2f} either way")
+    grid = {0: list(SPAN), 1: list(SPAN)}
     for blocks in (4, 16):
-        width, coverage = fixed_width(truth, blocks, args.fixed_draws)
+        width, coverage = fixed_width(functools.partial(truth.stage, grid, blocks, 2, 0), args.log_k, args.fixed_draws)
         said = f"factor {math.exp(width):.2f}, covers {coverage:.3f}"
         print(f"  fixed grid, {blocks} blocks x 2 seeds x 5 betas ({20 * blocks} runs): {said}")
     print(f"  fixed grid's runs for the design's median width: {320 * (width / median_width) ** 2:.0f} (from 16 blocks, 1/sqrt(runs))")

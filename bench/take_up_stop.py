@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.common import REPO, trainer_commands
+from bench.common import REPO, flag_values, trainer_commands
 from bench.pilot import read_benchmarks
 from experiments.synthetic_sequences.analysis.records.curves import MI_CURVE
 from experiments.synthetic_sequences.analysis.records.run_files import validation_rows
@@ -116,13 +116,6 @@ def summary(runs: pd.DataFrame) -> pd.DataFrame:
     per_cell = runs.groupby(["family", "term"]).apply(figures, include_groups=False)
     per_cell.loc[("all", "all"), :] = figures(runs)
     return per_cell
-
-
-def flag_values(tokens: list[str], flag: str) -> list[str]:
-    """The values of `flag` in a command's tokens: those after it up to the next flag."""
-    start = tokens.index(flag) + 1
-    end = next((i for i in range(start, len(tokens)) if tokens[i].startswith("--")), len(tokens))
-    return tokens[start:end]
 
 
 def run_commands(workdir: Path, configfiles: list[str]) -> dict[str, list[str]]:

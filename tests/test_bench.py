@@ -152,3 +152,26 @@ def test_the_compile_benchmark_charges_a_variant_its_first_steps_excess_against_
     assert "eager, 4 length groups: steps to repay its first 10 steps' excess" not in figures
     with pytest.raises(ValueError, match="--steps must be more than 10"):
         compile_step.measure(steps=10)
+
+
+def test_the_curve_cells_fixed_grid_is_the_fixed_configs_curves_and_its_runs_scale_as_one_over_root_runs(monkeypatch):
+    """config/curve.yaml's 8 curves at their own betas (raw's 7, controls left out); 5 betas x 2 modes x 2 seeds x 16
+    blocks = 320 runs; a fixed grid whose half-width is twice the design's needs 4 x 320 runs; an open interval has no
+    width to match."""
+    import math
+
+    import yaml
+
+    from bench import curve_design_cells
+
+    grid = curve_design_cells.fixed_grid(yaml.safe_load(open("config/curve.yaml")))
+    assert len(grid) == 8 and grid[("continuous", "raw", 0.0)] == [0.0072, 0.014, 0.027, 0.051, 0.098, 0.19, 0.36]
+    assert grid[("discrete", "tokcc", 1.0)] == [0.035, 0.062, 0.11, 0.2, 0.35]
+    layout = curve_design_cells.grid_layout(grid[("discrete", "tokcc", 1.0)], 16, 2)
+    assert len(layout.took_up) == 320 and layout.sums.sum() == 160 and set(layout.block) == set(range(16))
+    monkeypatch.setattr(curve_design_cells, "fixed_width", lambda draw, log_k, draws: (0.4, 0.95))
+    fit = dict(intercept=-5.4, slope=-2.45, mode_effect=0.0, sd_block=0.5, sd_mode=0.5)
+    row = pd.Series(dict(fit, ci_low=math.exp(-0.2), ci_high=math.exp(0.2)))
+    betas = grid[("discrete", "tokcc", 1.0)]
+    assert curve_design_cells.fixed_runs(row, betas, 16, 2, 1, np.random.default_rng(0)) == "1280"
+    assert curve_design_cells.fixed_runs(row.replace(math.exp(0.2), math.inf), betas, 16, 2, 1, np.random.default_rng(0)) == "-"

@@ -154,23 +154,30 @@ class TestCurve:
         assert {f"discrete b={beta:g}" for beta in betas} <= set(takeup.family)
 
 
+@pytest.fixture(scope="class")
+def tiny_curve_design(tmp_path_factory) -> tuple[Path, Path, pd.DataFrame]:
+    """config/curve_design.yaml's discrete dist curve on 1 block a stage x 1 seed, its budget cut to stage 1's 10 runs
+    (5 coarse betas x 2 modes) and one stage of 4, run to its end: its folder, results folder and runs table."""
+    folder = tmp_path_factory.mktemp("curve_design")
+    config = yaml.safe_load((ROOT / "config" / "curve_design.yaml").read_text())
+    discrete = config["families"]["discrete"]
+    discrete["runs"] = [run for run in discrete["runs"] if run["term"] == "dist"]
+    del config["families"]["continuous"]
+    config["design"] |= {"first_blocks": 1, "stage_blocks": 1, "budget": 14}
+    (folder / "curve_design.yaml").write_text(yaml.safe_dump(config))
+    cut = {"references": [101, 102], "seeds": 1, "seeds_per_job": 1, "results": str(folder / "results")}
+    return folder, *run_tiny(str(folder / "curve_design.yaml"), folder, **cut)
+
+
 class TestCurveDesign:
-    def test_the_curve_design_runs_two_stages_whose_second_trains_where_the_first_fit_placed_it(self, tmp_path):
-        """config/curve_design.yaml's discrete dist curve on 1 block a stage x 1 seed, its budget cut to stage 1's 10 runs
-        (5 coarse betas x 2 modes) and one stage of 4: look 1 fits stage 1, stops nothing it cannot (the budget holds
-        another stage) and places stage 2 on block 102; look 2 reads all 14 runs and stops the curve at its budget. The
-        betas stage 2 trained are those curve_design.informative_betas gives from look 1's recorded fit, on the second
-        block only, and the verdict gives the design's account."""
+    def test_the_curve_design_runs_two_stages_whose_second_trains_where_the_first_fit_placed_it(self, tiny_curve_design):
+        """Look 1 fits stage 1, stops nothing it cannot (the budget holds another stage) and places stage 2 on block 102;
+        look 2 reads all 14 runs and stops the curve at its budget. The betas stage 2 trained are those
+        curve_design.informative_betas gives from look 1's recorded fit, on the second block only, and the verdict gives
+        the design's account."""
         from experiments.synthetic_sequences.sequential.curve_design import coarse_betas, informative_betas
 
-        config = yaml.safe_load((ROOT / "config" / "curve_design.yaml").read_text())
-        discrete = config["families"]["discrete"]
-        discrete["runs"] = [run for run in discrete["runs"] if run["term"] == "dist"]
-        del config["families"]["continuous"]
-        config["design"] |= {"first_blocks": 1, "stage_blocks": 1, "budget": 14}
-        (tmp_path / "curve_design.yaml").write_text(yaml.safe_dump(config))
-        cut = {"references": [101, 102], "seeds": 1, "seeds_per_job": 1}
-        results, runs = run_tiny(str(tmp_path / "curve_design.yaml"), tmp_path, **cut)
+        _, results, runs = tiny_curve_design
         look1, look2 = (json.loads((results / "design" / f"look{k}.json").read_text()) for k in (1, 2))
         (group,) = look1["groups"]
         decision = group["decisions"]["curve"]
@@ -187,6 +194,37 @@ class TestCurveDesign:
         assert len(runs) == 14 and set(look2["runs_read"]) == set(look1["runs_read"]) | set(look2["runs_read"])
         verdict = (results / "tables" / "verdict.md").read_text()
         assert "### The curve design" in verdict and "2 looks, a budget of 14 runs per curve, 1 block in stage 1 and 1 new" in verdict
+
+    def test_the_kernel_rerun_trains_the_curves_last_stage_as_the_design_did(self, tiny_curve_design):
+        """bench/kernel_rerun.py on the tiny design: its config trains stage 2 (the stage look 2 read: block 102, each
+        mode at look 1's placed betas), each trainer command the design's but for its folder; trained under the same
+        kernels, its runs' metrics logs are the design's byte for byte, and --compare finds no take-up changed and reads
+        the same fit."""
+        import subprocess
+        import sys
+
+        from experiments.synthetic_sequences.run_layout import METRICS_LOG
+
+        folder, results, _ = tiny_curve_design
+        out = folder / "rerun"
+        bench = [sys.executable, "-m", "bench.kernel_rerun", "--configfile", str(folder / "curve_design.yaml"), str(folder / "tiny.yaml")]
+        bench += ["--curve", "discrete/dist/0", "--out", str(out)]
+        written = subprocess.run(bench, cwd=ROOT, capture_output=True, text=True)
+        assert written.returncode == 0 and "4 training jobs, each the design's but for its folder" in written.stdout, written.stderr
+        stage = yaml.safe_load((out / "config.yaml").read_text())
+        look1 = json.loads((results / "design" / "look1.json").read_text())
+        assert stage["references"] == [102] and "design" not in stage
+        assert {run["modes"][0]: run["betas"] for run in stage["families"]["discrete"]["runs"]} == look1["groups"][0]["next_betas"]
+        trained = snakemake("--cores", "2", "--configfile", str(out / "config.yaml"), timeout=600)
+        assert trained.returncode == 0, trained.stderr[-4000:]
+        logs = sorted((out / "results" / "runs").glob(f"**/{METRICS_LOG}"))
+        assert len(logs) == 4
+        for log in logs:
+            assert log.read_bytes() == (results / log.relative_to(out / "results")).read_bytes(), log
+        compared = subprocess.run([*bench, "--compare"], cwd=ROOT, capture_output=True, text=True)
+        assert compared.returncode == 0 and "4 runs again; 0 take-ups differ" in compared.stdout, compared.stderr
+        fits = [line.split("|")[2:] for line in compared.stdout.splitlines() if line.startswith(("| as the design", "| rerun"))]
+        assert len(fits) == 2 and fits[0] == fits[1]
 
 
 class TestPerBlock:

@@ -192,12 +192,13 @@ def trainer_settings(schema: Mapping) -> list[str]:
     return ["## Trainer settings (`families.<name>.settings.<setting>`)", "", intro, "", *table(("setting", *COLUMNS), rows)]
 
 
-def merged_config(configs: Mapping[str, str], name: str) -> dict:
-    """A config file merged over config/config.yaml as snakemake's Workflow.configfile merges them, with the families it
-    sets to null removed: each file is merged into the empty config by snakemake's own update_config, which builds new
-    maps, so a map that YAML anchors share between families is not shared after it."""
+def merged_config(configs: Mapping[str, str], *names: str) -> dict:
+    """Config files (`configs`: name -> text) merged in order over config/config.yaml as snakemake's
+    Workflow.configfile merges them, with the families they set to null removed: each file is merged into the empty
+    config by snakemake's own update_config, which builds new maps, so a map that YAML anchors share between families
+    is not shared after it."""
     config = {}
-    for loaded in dict.fromkeys((DEFAULT_CONFIG, name)):
+    for loaded in dict.fromkeys((DEFAULT_CONFIG, *names)):
         update_config(config, yaml.safe_load(configs[loaded]))
     drop_removed_families(config)
     return config

@@ -173,9 +173,9 @@ def checked_curve_look(
     return document
 
 
-def read_curve_looks(paths: Sequence[str | Path], pilot: PilotCommand = DEFAULT_PILOT) -> list[dict]:
-    """A curve design's look files, in order, each recomputed from its runs, under the design and spans the first
-    records."""
+def read_curve_looks(paths: Sequence[str | Path], pilot: PilotCommand = DEFAULT_PILOT, recompute: bool = True) -> list[dict]:
+    """A curve design's look files, in order, each checked against the one before and (with `recompute`) recomputed
+    from its runs, under the design and spans the first records."""
     if not paths:
         return []
     try:
@@ -185,7 +185,7 @@ def read_curve_looks(paths: Sequence[str | Path], pilot: PilotCommand = DEFAULT_
         raise DesignError(f"{paths[0]}: not a readable curve look file ({err})") from err
     documents: list[dict] = []
     for path in paths:
-        documents.append(checked_curve_look(path, design, spans, documents[-1] if documents else None, True, pilot))
+        documents.append(checked_curve_look(path, design, spans, documents[-1] if documents else None, recompute, pilot))
     return documents
 
 
