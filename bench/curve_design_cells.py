@@ -62,15 +62,15 @@ def fit_of(row: pd.Series) -> population.PopulationFit:
 def last_decisions(results: Path) -> dict[Curve, dict]:
     """(family, term, alpha) -> its decision at the last look that read it (a look file's groups carry stopped curves)."""
     paths = sorted((results / "design").glob("look*.json"), key=look_number)
-    last = read_curve_looks(paths)[-1]
+    last = read_curve_looks(paths, recompute=False)[-1]  # the tables recomputed them
     return {(g["family"], g["term"], float(g["alpha"])): g["decisions"]["curve"] for g in last["groups"]}
 
 
 def fixed_runs(row: pd.Series, betas: list[float], blocks: int, seeds: int, draws: int, rng: np.random.Generator) -> str:
     """The fixed grid's runs for this curve's 95% width, simulated from its fit (module docstring)."""
-    width = (math.log(row.ci_high) - math.log(row.ci_low)) / 2
-    if not math.isfinite(width):
+    if not (0 < row.ci_low and math.isfinite(row.ci_high)):
         return "-"
+    width = (math.log(row.ci_high) - math.log(row.ci_low)) / 2
     layout, fit = grid_layout(betas, blocks, seeds), fit_of(row)
     fixed, _ = fixed_width(lambda: population.simulate_runs(layout, fit, rng), fit.log_k, draws)
     return "-" if not math.isfinite(fixed) else f"{len(layout.took_up) * (fixed / width) ** 2:.0f}"

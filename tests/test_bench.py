@@ -174,4 +174,5 @@ def test_the_curve_cells_fixed_grid_is_the_fixed_configs_curves_and_its_runs_sca
     row = pd.Series(dict(fit, ci_low=math.exp(-0.2), ci_high=math.exp(0.2)))
     betas = grid[("discrete", "tokcc", 1.0)]
     assert curve_design_cells.fixed_runs(row, betas, 16, 2, 1, np.random.default_rng(0)) == "1280"
-    assert curve_design_cells.fixed_runs(row.replace(math.exp(0.2), math.inf), betas, 16, 2, 1, np.random.default_rng(0)) == "-"
+    for open_end in (dict(ci_high=math.inf), dict(ci_low=0.0)):
+        assert curve_design_cells.fixed_runs(pd.Series({**row, **open_end}), betas, 16, 2, 1, np.random.default_rng(0)) == "-"

@@ -195,6 +195,20 @@ class TestCurveDesign:
         verdict = (results / "tables" / "verdict.md").read_text()
         assert "### The curve design" in verdict and "2 looks, a budget of 14 runs per curve, 1 block in stage 1 and 1 new" in verdict
 
+    def test_the_cells_bench_reads_each_curves_stop_and_runs_from_the_design(self, tiny_curve_design):
+        """bench/curve_design_cells.py on the tiny design: the curve's row gives the look it stopped at, its reason and
+        its 14 runs, as look 2 recorded them; its open interval leaves no width for the fixed grid to match."""
+        import subprocess
+        import sys
+
+        _, results, _ = tiny_curve_design
+        decision = json.loads((results / "design" / "look2.json").read_text())["groups"][0]["decisions"]["curve"]
+        command = [sys.executable, "-m", "bench.curve_design_cells", str(results), "--draws", "1"]
+        cells = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        assert cells.returncode == 0, cells.stderr
+        (row,) = [line.split(" | ") for line in cells.stdout.splitlines() if line.startswith("| discrete | dist |")]
+        assert row[5:] == [f"look 2: {decision['decision']}", "14", "- |"]
+
     def test_the_kernel_rerun_trains_the_curves_last_stage_as_the_design_did(self, tiny_curve_design):
         """bench/kernel_rerun.py on the tiny design: its config trains stage 2 (the stage look 2 read: block 102, each
         mode at look 1's placed betas), each trainer command the design's but for its folder; trained under the same
