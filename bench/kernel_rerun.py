@@ -29,7 +29,7 @@ from experiments.synthetic_sequences.arms import TOOK_UP
 from experiments.synthetic_sequences.planning.config_docs import merged_config
 from experiments.synthetic_sequences.planning.config_files import DEFAULT_CONFIG
 from experiments.synthetic_sequences.sequential.curve_design import coarse_betas, curve_design_of, stage_blocks
-from experiments.synthetic_sequences.sequential.curve_looks import curve_name, read_curve_looks
+from experiments.synthetic_sequences.sequential.curve_looks import curve_name, curve_runs, read_curve_looks
 from experiments.synthetic_sequences.sequential.look_files import look_number
 
 RUN_KEYS = ["family", "term", "alpha", "mode", "beta", "reference", "seed"]
@@ -87,9 +87,7 @@ def same_commands(workdir: Path, design_args: list[str], stage_args: list[str], 
 def compare(design_runs: pd.DataFrame, rerun: pd.DataFrame, curve: tuple[str, str, float]) -> None:
     from experiments.synthetic_sequences.analysis.comparisons.curve_table import shift_fit
 
-    family, term, alpha = curve
-    own = design_runs[(design_runs.family == family) & (design_runs.term == term) & (design_runs.alpha == alpha)]
-    own = own[own["mode"].isin(["mean", "sum"])]
+    own = curve_runs(design_runs, curve)
     joined = own.merge(rerun[[*RUN_KEYS, TOOK_UP]], on=RUN_KEYS, how="left", suffixes=("", "_rerun"), indicator=True)
     rerun_rows = joined["_merge"] == "both"
     if rerun_rows.sum() != len(rerun):

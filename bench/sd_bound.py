@@ -21,6 +21,7 @@ from experiments.synthetic_sequences.analysis.records.metrics_files import read_
 from experiments.synthetic_sequences.analysis.statistics import population_curves
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import Curves, read_shift, reading
 from experiments.synthetic_sequences.run_layout import metrics_path
+from experiments.synthetic_sequences.sequential.curve_looks import curve_runs
 from experiments.synthetic_sequences.sequential.design import OPEN
 
 
@@ -45,8 +46,7 @@ def main() -> None:
         decision = group["decisions"]["curve"]
         if decision["look"] != args.look or (decision["decision"] == OPEN and not args.all):
             continue
-        chosen = (runs.family == group["family"]) & (runs.term == group["term"]) & (runs.alpha == group["alpha"])
-        curves = Curves.of(runs[chosen & runs["mode"].isin(["mean", "sum"])])
+        curves = Curves.of(curve_runs(runs, (group["family"], group["term"], group["alpha"])))
         print(f"{group['family']} {group['term']}: {decision['decision']} at look {args.look}, {len(curves.took_up)} runs")
         for limit in args.limits:
             population_curves.SD_LIMIT = limit  # read by the fit's search bounds and sd_mode's interval

@@ -83,6 +83,12 @@ def open_curves(document: Mapping | None) -> list[Curve]:
     return [(g["family"], g["term"], float(g["alpha"])) for g in document["groups"] if g["train_next"]] if document else []
 
 
+def curve_runs(runs, curve: Curve):
+    """A curve's runs in a runs table: its family, term and alpha, in mean and sum."""
+    family, term, alpha = curve
+    return runs[(runs.family == family) & (runs.term == term) & (runs.alpha == float(alpha)) & runs["mode"].isin(MODES)]
+
+
 def read_curve(runs, design: CurveDesign, look: int, before: int, span: Sequence[float]) -> tuple[dict, dict]:
     """One curve's decision at look `look` from its runs (a runs table's mean and sum rows, every stage so far) and
     the runs it had at the look before (`before`), and the betas its next stage trains per mode ({} once it stops)."""
@@ -125,7 +131,7 @@ def curve_groups(runs, design: CurveDesign, look: int, previous: Mapping | None,
         if previous is not None and curve not in open_curves(previous):
             groups.append(carried[curve])
             continue
-        own = runs[(runs.family == family) & (runs.term == term) & (runs.alpha == float(alpha)) & runs["mode"].isin(MODES)]
+        own = curve_runs(runs, curve)
         before = carried[curve]["decisions"]["curve"]["runs"] if curve in carried else 0
         decision, next_betas = read_curve(own, design, look, before, spans[name])
         group = {"family": family, "term": term, "alpha": float(alpha), "decisions": {"curve": decision}}
