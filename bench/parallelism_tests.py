@@ -26,11 +26,11 @@ def shape_design(curves: Curves) -> np.ndarray:
 
 
 def shape_loglik(curves: Curves, fit: population.PopulationFit) -> float:
-    """The shape model's maximum Laplace log likelihood, started from the shift model's fit."""
+    """The shape model's maximum log likelihood, started from the shift model's fit."""
     design = shape_design(curves)
 
     def negative(x: np.ndarray) -> tuple[float, np.ndarray]:
-        loglik, gradient = population.laplace_loglik(design, x[:4], curves, x[4], x[5])
+        loglik, gradient = population.marginal_loglik(design, x[:4], curves, x[4], x[5])
         return -loglik, -gradient
 
     start = [fit.intercept, fit.slope, fit.mode_effect, 0.0, max(fit.sd_block, 0.05), max(fit.sd_mode, 0.05)]
@@ -45,7 +45,7 @@ def score_with_sds(curves: Curves, fit: population.PopulationFit, step: float = 
     moved = [*range(4), *(4 + index for index, sd in enumerate(at[4:]) if sd > 0)]
 
     def gradient(x: np.ndarray) -> np.ndarray:
-        return population.laplace_loglik(design, x[:4], curves, x[4], x[5])[1][moved]
+        return population.marginal_loglik(design, x[:4], curves, x[4], x[5])[1][moved]
 
     information = np.empty((len(moved), len(moved)))
     for column, parameter in enumerate(moved):

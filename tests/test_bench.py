@@ -176,3 +176,24 @@ def test_the_curve_cells_fixed_grid_is_the_fixed_configs_curves_and_its_runs_sca
     assert curve_design_cells.fixed_runs(row, betas, 16, 2, 1, np.random.default_rng(0)) == "1280"
     for open_end in (dict(ci_high=math.inf), dict(ci_low=0.0)):
         assert curve_design_cells.fixed_runs(pd.Series({**row, **open_end}), betas, 16, 2, 1, np.random.default_rng(0)) == "-"
+
+
+def test_fitting_with_a_likelihood_fits_with_it_and_gives_the_shipped_fit_back_after_an_error():
+    from bench import laplace_error
+    from experiments.synthetic_sequences.analysis.statistics import population_curves as population
+
+    shipped = population.marginal_loglik, population.SD_LIMIT
+    seen = []
+
+    def recorded(*args):
+        seen.append(population.SD_LIMIT)
+        return shipped[0](*args)
+
+    runs = laplace_error.pilot(np.random.default_rng(0), laplace_error.LOG_K, 2, 1, laplace_error.BETAS, slope=-3.0)
+    curves = laplace_error.Curves.of(runs)
+    with laplace_error.fitting_with(recorded, 3.0):
+        fit = population.fit_population(curves)
+    assert seen and set(seen) == {3.0} and max(fit.sd_block, fit.sd_mode) <= 3.0
+    with pytest.raises(RuntimeError), laplace_error.fitting_with(recorded, 4.0):
+        raise RuntimeError
+    assert (population.marginal_loglik, population.SD_LIMIT) == shipped

@@ -1,6 +1,8 @@
-"""The shift model with random block effects (analysis/statistics/population_curves.py): its fit, k's interval and the
-test and interval of the SD of sum's effect over blocks against R's lme4 on the same runs, and its likelihood's
-definition where the blocks cannot differ."""
+"""The shift model with random block effects (analysis/statistics/population_curves.py): its likelihood by quadrature
+(block_quadrature.py) against a plain two-dimensional grid over each block's effects, gentle and step-like; its fit,
+k's interval and the test and interval of the SD of sum's effect over blocks against R's lme4 on the same runs, to
+within the Laplace approximation's own error there (the Laplace likelihood, bench/laplace_error.py, reproduces lme4 to
+its optimiser's tolerance); and its definition where the blocks cannot differ."""
 
 import math
 from functools import cache
@@ -9,9 +11,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from bench.laplace_error import laplace_loglik
 from bench.population_fit_lme4 import DATASETS, dataset, population_figures
 from experiments.synthetic_sequences.analysis.statistics import population_curves as population
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import Curves
+from experiments.synthetic_sequences.analysis.statistics.block_quadrature import marginal_loglik
 
 # `python -m bench.population_fit_lme4` (R 4.2.2, lme4 1.1-31 from Debian): glmer's Laplace fit, log k's profile ends
 # by uniroot on the model refitted with log k held, the LR p of sd_mode = 0 against (1 | block) (half chi2_1) and
@@ -48,6 +52,9 @@ LME4 = {
 }
 # lme4 stops its optimiser at a gradient of 2e-3 (its default check): the fixed effects and SDs agree to about that
 TOLERANCE = {"intercept": 2e-3, "slope": 5e-4, "mode_effect": 5e-4, "sd_block": 1e-3, "sd_mode": 5e-4, "loglik": 1e-3}
+# the quadrature's fit differs from lme4's by the Laplace approximation's error on these runs: up to 0.015 in the log
+# likelihood and 0.009 in an SD or its interval's end (measured with both likelihoods on these datasets, 2026-12-07)
+LAPLACE_ERROR = 2e-2
 
 
 @cache
@@ -56,14 +63,83 @@ def figures(name: str) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("name", list(DATASETS))
-def test_the_fit_its_intervals_and_the_spread_test_agree_with_lme4(name):
-    ours, theirs = figures(name), LME4[name]
+def test_the_laplace_likelihood_reproduces_lme4(name, monkeypatch):
+    monkeypatch.setattr(population, "marginal_loglik", laplace_loglik)
+    ours, theirs = population_figures(dataset(name)), LME4[name]
     for key, tolerance in TOLERANCE.items():
         assert ours[key] == pytest.approx(theirs[key], abs=tolerance), key
     for key in ("log_k", "log_low", "log_high", "sd_low", "sd_high"):
         if not math.isnan(theirs[key]):
             assert ours[key] == pytest.approx(theirs[key], abs=1e-3), key
     assert ours["mode_sd_p"] == pytest.approx(theirs["mode_sd_p"], abs=1e-4)
+
+
+@pytest.mark.parametrize("name", list(DATASETS))
+def test_the_fit_its_intervals_and_the_spread_test_agree_with_lme4_to_the_laplace_error(name):
+    ours, theirs = figures(name), LME4[name]
+    for key in (*TOLERANCE, "log_k", "log_low", "log_high", "sd_low", "sd_high", "mode_sd_p"):
+        if not math.isnan(theirs[key]):
+            assert ours[key] == pytest.approx(theirs[key], abs=LAPLACE_ERROR), key
+
+
+def grid_loglik(curves: Curves, effects: tuple[float, float, float], sd_block: float, sd_mode: float) -> float:
+    """The likelihood by a plain grid over each block's standardised effects (xi_1, xi_2) ~ N(0, I), 2,001 points
+    over [-8, 8] on each axis, for one block at a time: sum_b log of the sum over the grid of the runs' product."""
+    grid = np.linspace(-8.0, 8.0, 2001)
+    log_prior = -0.5 * grid**2 - 0.5 * math.log(2 * math.pi) + math.log(grid[1] - grid[0])
+    fixed = effects[0] + effects[1] * curves.log_beta + effects[2] * curves.sums
+    total = 0.0
+    for block in np.unique(curves.block):
+        rows = curves.block == block
+        eta = fixed[rows, None, None] + sd_block * grid[None, :, None] + sd_mode * curves.sums[rows, None, None] * grid[None, None, :]
+        log_runs = np.sum(curves.took_up[rows, None, None] * eta - np.logaddexp(0.0, eta), axis=0)
+        terms = log_runs + log_prior[:, None] + log_prior[None, :]
+        top = terms.max()
+        total += top + math.log(np.sum(np.exp(terms - top)))
+    return total
+
+
+def step_blocks() -> Curves:
+    """12 blocks of one seed at 5 betas whose runs are each a step: a cliff per block and mode, sum's 0.7 lower."""
+    rng = np.random.default_rng(2)
+    log_betas = np.log(np.geomspace(0.035, 0.35, 5))
+    cliffs = rng.normal(np.log(0.11), 1.0, 12)
+    shifts = rng.normal(-0.7, 0.3, 12)
+    rows = [
+        (float(b < cliff + s * shift), b, float(s), block)
+        for block, (cliff, shift) in enumerate(zip(cliffs, shifts, strict=True))
+        for s in (0, 1)
+        for b in log_betas
+    ]
+    return Curves(*(np.array(column) for column in zip(*rows, strict=True)))
+
+
+@pytest.mark.parametrize(
+    ("name", "effects", "sd_block", "sd_mode"),
+    [
+        ("blocks disagree", (-10.2, -2.92, 1.99), 1.2, 0.54),
+        ("blocks disagree", (-10.2, -2.92, 1.99), 1.2, 0.05),
+        ("blocks agree", (-9.0, -3.0, 2.0), 0.3, 2.0),
+        ("steps", (-23.0, -11.5, -9.0), 10.0, 2.0),
+        ("steps", (-69.0, -34.5, -27.0), 30.0, 6.0),
+    ],
+)
+def test_the_quadrature_is_the_plain_grids_integral(name, effects, sd_block, sd_mode):
+    curves = step_blocks() if name == "steps" else dataset(name)
+    ours = marginal_loglik(design(curves), np.array(effects), curves, sd_block, sd_mode)[0]
+    assert ours == pytest.approx(grid_loglik(curves, effects, sd_block, sd_mode), abs=1e-4)
+
+
+def test_laplace_overstates_the_likelihood_of_blocks_that_are_steps_and_more_the_steeper_the_fit():
+    """Along the fit's ridge (slope and SDs scaled together, the curve's shape in log beta held) the Laplace log
+    likelihood keeps rising by log units while the integral's flattens: what drove the SDs to their search bound."""
+    curves = step_blocks()
+    effects, sds = np.array([-23.0, -11.5, -9.0]), np.array([10.0, 2.0])  # near the quadrature's fit, SDs up to 10
+    exact = [marginal_loglik(design(curves), scale * effects, curves, *(scale * sds))[0] for scale in (1, 2, 3)]
+    laplace = [laplace_loglik(design(curves), scale * effects, curves, *(scale * sds))[0] for scale in (1, 2, 3)]
+    # measured: the integral -29.18, -28.71, -28.63; Laplace -28.87, -26.26, -25.07
+    assert laplace[2] - laplace[0] > 3.0 and laplace[2] - exact[2] > 3.0
+    assert 0 < exact[2] - exact[0] < 0.6
 
 
 def test_the_profile_ends_lie_where_the_deviance_crosses_chi2_1():
@@ -84,21 +160,25 @@ def test_with_no_spread_over_blocks_the_likelihood_is_the_runs_bernoulli_likelih
     curves = dataset("blocks disagree")
     fixed = 0.3 - 1.2 * curves.log_beta + 0.8 * curves.sums
     by_hand = sum(y * eta - math.log1p(math.exp(eta)) for y, eta in zip(curves.took_up, fixed, strict=True))
-    assert population.laplace_loglik(design(curves), np.array([0.3, -1.2, 0.8]), curves, 0.0, 0.0)[0] == pytest.approx(by_hand, rel=1e-12)
+    for likelihood in (marginal_loglik, laplace_loglik):
+        assert likelihood(design(curves), np.array([0.3, -1.2, 0.8]), curves, 0.0, 0.0)[0] == pytest.approx(by_hand, rel=1e-12)
 
 
-@pytest.mark.parametrize(("effects", "sd_block", "sd_mode"), [((-9.0, -2.5, 1.5), 1.1, 0.6), ((-5.0, -2.0, 0.5), 0.3, 2.0)])
-def test_the_likelihoods_gradient_is_its_central_difference(effects, sd_block, sd_mode):
-    """The implicit-function gradient of the Laplace log likelihood against (L(x + h) - L(x - h)) / 2h, h = 1e-6."""
+@pytest.mark.parametrize("likelihood", [marginal_loglik, laplace_loglik])
+@pytest.mark.parametrize(("effects", "sd_block", "sd_mode"), [((-9.0, -2.5, 1.5), 1.1, 0.6), ((-5.0, -2.0, 0.5), 0.3, -2.0)])
+def test_the_likelihoods_gradient_is_its_central_difference(likelihood, effects, sd_block, sd_mode):
+    """The analytic gradient (the quadrature's; Laplace's by the implicit function theorem) against (L(x + h) - L(x -
+    h)) / 2h, h = 1e-6; a negative SD's derivative carries its sign, the likelihood being even in it."""
     curves = dataset("blocks disagree")
     point = np.array([*effects, sd_block, sd_mode])
 
     def loglik(x: np.ndarray) -> float:
-        return population.laplace_loglik(design(curves), x[:3], curves, x[3], x[4])[0]
+        return likelihood(design(curves), x[:3], curves, x[3], x[4])[0]
 
     step = 1e-6
     central = [(loglik(point + step * unit) - loglik(point - step * unit)) / (2 * step) for unit in np.eye(5)]
-    assert population.laplace_loglik(design(curves), point[:3], curves, sd_block, sd_mode)[1] == pytest.approx(central, rel=1e-5, abs=1e-5)
+    assert likelihood(design(curves), point[:3], curves, sd_block, sd_mode)[1] == pytest.approx(central, rel=1e-5, abs=1e-5)
+    assert loglik(point * [1, 1, 1, -1, -1]) == pytest.approx(loglik(point), rel=1e-12)
 
 
 def test_blocks_that_ran_alike_give_no_spread_and_the_test_its_boundary_p():

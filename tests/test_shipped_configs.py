@@ -210,21 +210,21 @@ class TestCurveDesign:
         assert row[5:] == [f"look 2: {decision['decision']}", "14", "- |"]
 
     def test_the_sd_bound_bench_refits_each_stopped_curve_from_the_runs_its_look_read(self, tiny_curve_design):
-        """bench/sd_bound.py on the tiny design's look 2: the curve it stopped, from its 14 runs, once per bound, and the
-        SDs it fits never above the bound searched."""
+        """bench/sd_bound.py on the tiny design's look 2: the curve it stopped, from its 14 runs, once per likelihood
+        and bound, and the SDs it fits never above the bound searched."""
         import re
         import subprocess
         import sys
 
         _, results, _ = tiny_curve_design
         decision = json.loads((results / "design" / "look2.json").read_text())["groups"][0]["decisions"]["curve"]
-        command = [sys.executable, "-m", "bench.sd_bound", str(results), "--look", "2", "--limits", "0.5", "10"]
+        command = [sys.executable, "-m", "bench.sd_bound", str(results), "--look", "2", "--limits", "0.5", "10", "--laplace"]
         bound = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         assert bound.returncode == 0, bound.stderr
         assert f"discrete dist: {decision['decision']} at look 2, 14 runs" in bound.stdout
-        fits = re.findall(r"SDs up to ([\d.]+): .*SDs ([\d.]+) / ([\d.]+);", bound.stdout)
-        assert [limit for limit, *_ in fits] == ["0.5", "10"]
-        assert all(float(sd) <= float(limit) for limit, *sds in fits for sd in sds)
+        fits = re.findall(r"(\w+), SDs up to ([\d.]+): .*SDs ([\d.]+) / ([\d.]+);", bound.stdout)
+        assert [fit[:2] for fit in fits] == [("quadrature", "0.5"), ("quadrature", "10"), ("laplace", "0.5"), ("laplace", "10")]
+        assert all(float(sd) <= float(limit) for _, limit, *sds in fits for sd in sds)
 
     def test_the_kernel_rerun_trains_the_curves_last_stage_as_the_design_did(self, tiny_curve_design):
         """bench/kernel_rerun.py on the tiny design: its config trains stage 2 (the stage look 2 read: block 102, each

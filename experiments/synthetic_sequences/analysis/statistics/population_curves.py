@@ -6,9 +6,12 @@ and its own effect of sum, so that k's interval speaks of the loss over blocks a
     logit P(took up) = a + u_b + b (log beta + s log k) + s v_b,   u_b ~ N(0, sd_block^2),  v_b ~ N(0, sd_mode^2)
 
 that is lme4's `took_up ~ log_beta + sum + (1 + sum || block)` with log k = (sum's effect) / (log beta's slope). It is
-fitted by maximum likelihood with each block's integral over (u_b, v_b) taken by the Laplace approximation, as lme4's
-glmer does (nAGQ = 1). statsmodels' BinomialBayesMixedGLM, the library tried first, read the slope's standard error
-a third of lme4's (variational Bayes) or every block SD as 0 (its posterior mode): docs/findings.md, 2026-12-06.
+fitted by maximum likelihood with each block's integral over (u_b, v_b) taken by quadrature on a grid
+(block_quadrature.py). lme4's glmer takes it by the Laplace approximation (nAGQ = 1), which agrees to about 0.01 where
+blocks' curves are gentle and overstates the likelihood by up to 4 log units where each block's runs are a step over
+beta, as the curve design's are: there it drove the SDs to their search bound and moved k's interval with that bound
+(docs/findings.md, 2026-12-07). statsmodels' BinomialBayesMixedGLM, the library tried first, read the slope's standard
+error a third of lme4's (variational Bayes) or every block SD as 0 (its posterior mode): docs/findings.md, 2026-12-06.
 
 sd_mode, the between-block SD of sum's effect on the logit scale, is tested against 0 by the likelihood ratio, whose
 null distribution on the boundary is half chi2_0, half chi2_1 (Self and Liang 1987). k's interval and sd_mode's are
@@ -25,20 +28,20 @@ import numpy as np
 from scipy import special
 
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import Curves, profile_interval
+from experiments.synthetic_sequences.analysis.statistics.block_quadrature import marginal_loglik
 from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
 
 EFFECT_LIMIT = 100.0  # |a|, |b|, |b log k| are held inside this: a separated curve's slope stops here, not at infinity
 SD_LIMIT = 10.0  # a block SD is searched up to this on the logit scale
 AT_ZERO = 1e-6  # a fitted SD this near 0 is 0
 MOVED_OFF = 0.05  # where a profile's fit starts an SD that its neighbour fitted as 0
-NEWTON_STEPS = 100
 TOLERANCES = {"ftol": 1e-13, "gtol": 1e-7, "maxiter": 1000}  # L-BFGS-B stops where lme4 does or nearer the maximum
 
 
 @dataclass(frozen=True)
 class PopulationFit:
     """The random-block shift model's maximum-likelihood fit: intercept a, slope b over log beta, sum's effect c = b log k,
-    the block SDs and the Laplace log likelihood."""
+    the block SDs and the log likelihood."""
 
     intercept: float
     slope: float
@@ -51,64 +54,6 @@ class PopulationFit:
     def log_k(self) -> float:
         """log k = c / b; nan where take-up does not change with beta."""
         return self.mode_effect / self.slope if abs(self.slope) >= 1e-8 else math.nan
-
-
-def laplace_loglik(design: np.ndarray, effects: np.ndarray, curves: Curves, sd_block: float, sd_mode: float) -> tuple[float, np.ndarray]:
-    """The model's log likelihood and its gradient in (effects, sd_block, sd_mode), the fixed part being design @
-    effects (runs x effects), each block's integral over its (u_b, v_b) by the Laplace approximation.
-
-    With (u_b, v_b) = (sd_block xi_1, sd_mode xi_2), xi ~ N(0, I) and a_i = (sd_block, sd_mode s_i), so that
-    eta_i = fixed_i + a_i . xi_b: log L_b = g_b(xi_hat) - log det H_b / 2, g_b(xi) = loglik_b(xi) - |xi|^2 / 2 at its
-    maximum xi_hat, H_b = sum_i w_i a_i a_i' + I its negative Hessian (w = mu (1 - mu)). The gradient: dg/dphi at
-    xi_hat (the envelope theorem) less tr(H^-1 dH/dphi) / 2, where dH/dphi moves with w through eta, xi_hat itself
-    moving as dxi_hat/dphi = H^-1 d(grad_xi g)/dphi (the implicit function theorem), and with a_i through the SDs.
-    """
-    blocks = int(curves.block.max()) + 1
-    y, s, block = curves.took_up, curves.sums, curves.block
-    fixed = design @ effects
-    a = np.column_stack([np.full(len(y), sd_block), sd_mode * s])  # runs x 2
-
-    def per_block(values: np.ndarray) -> np.ndarray:  # sums over each block's runs, along the first axis
-        return np.stack([np.bincount(block, weights=column, minlength=blocks) for column in np.reshape(values, (len(y), -1)).T], axis=-1)
-
-    def penalised(xi: np.ndarray) -> tuple[float, np.ndarray]:
-        eta = fixed + np.sum(a * xi[block], axis=1)
-        return float(np.sum(y * eta - np.logaddexp(0.0, eta)) - 0.5 * np.sum(xi**2)), eta
-
-    def hessians(weight: np.ndarray) -> np.ndarray:  # blocks x 2 x 2
-        return per_block((weight[:, None, None] * a[:, :, None] * a[:, None, :]).reshape(len(y), 4)).reshape(blocks, 2, 2) + np.eye(2)
-
-    xi = np.zeros((blocks, 2))
-    value, eta = penalised(xi)
-    for _ in range(NEWTON_STEPS):
-        mu = special.expit(eta)
-        gradient = per_block(a * (y - mu)[:, None]) - xi
-        step = np.linalg.solve(hessians(mu * (1.0 - mu)), gradient[:, :, None])[:, :, 0]
-        for _ in range(30):  # halve a step that overshoots: the penalised log likelihood is concave in xi
-            candidate, candidate_eta = penalised(xi + step)
-            if candidate >= value - 1e-12:
-                break
-            step /= 2
-        xi, value, eta = xi + step, candidate, candidate_eta
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    mu = special.expit(eta)
-    weight, residual = mu * (1.0 - mu), y - mu
-    hessian = hessians(weight)
-    inverse = np.linalg.inv(hessian)[block]  # runs x 2 x 2: each run's block's H^-1
-    # d eta / d phi holding xi (runs x parameters), and d a / d phi for the SDs (runs x 2 x parameters)
-    partial = np.column_stack([design, xi[block, 0], s * xi[block, 1]])
-    moves_a = np.zeros((len(y), 2, partial.shape[1]))
-    moves_a[:, 0, -2], moves_a[:, 1, -1] = 1.0, s
-    # d (grad_xi g) / d phi per block, then d xi_hat / d phi = H^-1 of it
-    pulled = per_block((moves_a * residual[:, None, None] - a[:, :, None] * (weight[:, None] * partial)[:, None, :]).reshape(len(y), -1))
-    moves_xi = np.linalg.solve(hessian, pulled.reshape(blocks, 2, -1))[block]  # runs x 2 x parameters
-    total = partial + np.einsum("ij,ijk->ik", a, moves_xi)  # d eta / d phi, xi_hat moving
-    h_inverse_a = np.einsum("ijk,ik->ij", inverse, a)  # H^-1 a_i
-    spread = np.sum(a * h_inverse_a, axis=1)  # a_i' H^-1 a_i
-    trace = (weight * (1.0 - 2.0 * mu) * spread) @ total + 2.0 * np.einsum("ij,ijk->k", weight[:, None] * h_inverse_a, moves_a)
-    loglik = value - 0.5 * float(np.sum(np.linalg.slogdet(hessian)[1]))
-    return loglik, residual @ partial - 0.5 * trace
 
 
 def fit_population(
@@ -139,7 +84,7 @@ def fit_population(
 
     def negative(x: np.ndarray) -> tuple[float, np.ndarray]:
         sd_v = x[effects + 1] if free_sd else sd_mode
-        loglik, gradient = laplace_loglik(design, x[:effects], curves, x[effects], sd_v)
+        loglik, gradient = marginal_loglik(design, x[:effects], curves, x[effects], sd_v)
         return -loglik, -(gradient if free_sd else gradient[:-1])
 
     bounds = [(-EFFECT_LIMIT, EFFECT_LIMIT)] * effects + [(-SD_LIMIT, SD_LIMIT)] * (2 if free_sd else 1)
@@ -212,7 +157,7 @@ def parallelism_p(curves: Curves, fit: PopulationFit, step: float = 1e-5) -> flo
     at = np.array([fit.intercept, fit.slope, fit.mode_effect, 0.0])
 
     def gradient(effects: np.ndarray) -> np.ndarray:
-        return laplace_loglik(design, effects, curves, fit.sd_block, fit.sd_mode)[1][:4]
+        return marginal_loglik(design, effects, curves, fit.sd_block, fit.sd_mode)[1][:4]
 
     information = np.empty((4, 4))
     for column in range(4):
