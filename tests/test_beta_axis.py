@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from experiments.synthetic_sequences.analysis.comparisons import beta_axis
-from experiments.synthetic_sequences.analysis.report.beta_curve_text import HEADING, beta_curve_section, interval
+from experiments.synthetic_sequences.analysis.report.beta_curve_text import HEADING, beta_curve_section, interval, spread
 from experiments.synthetic_sequences.planning.bindings import BindingError, run_record
 from experiments.synthetic_sequences.planning.config_files import merge_order, settle_family_betas
 from experiments.synthetic_sequences.planning.grid import expand_grid
@@ -214,6 +214,14 @@ def shift_row(**fields):
         "against_prediction": "as the scale predicts",
     }
     return {**row, **fields}
+
+
+def test_an_sd_at_its_search_bound_is_said_to_be_the_bound_with_its_spread_in_log_beta():
+    from experiments.synthetic_sequences.analysis.statistics.population_curves import SD_LIMIT
+
+    assert spread(shift_row()) == "0.31 [0, 1.2]"
+    at_bound = shift_row(sd_mode=SD_LIMIT, sd_mode_low=2.0, sd_mode_high=math.inf, slope=-25.0)
+    assert spread(at_bound) == f"{SD_LIMIT:.2g} (the search bound; in log beta {SD_LIMIT / 25:.2g}) [2, open]"
 
 
 def test_the_verdicts_curve_section_gives_k_its_intervals_and_each_cell():

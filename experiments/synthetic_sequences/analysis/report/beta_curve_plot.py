@@ -30,6 +30,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from experiments.synthetic_sequences.analysis.comparisons.curve_table import KEYS, shift_table  # noqa: E402
+from experiments.synthetic_sequences.analysis.report.beta_curve_text import mode_sd  # noqa: E402
 from experiments.synthetic_sequences.analysis.report.figure_style import MODE_COLOURS, save  # noqa: E402
 from experiments.synthetic_sequences.analysis.statistics.inference import clopper_pearson  # noqa: E402
 from experiments.synthetic_sequences.analysis.statistics.population_curves import PopulationFit, block_curve  # noqa: E402
@@ -55,7 +56,7 @@ def title(row: dict) -> str:
         return f"{row['family']} {row['term']} a={row['alpha']:g}\nno k: {row['reading']}"
     interval = f"[{row['ci_low']:.2g}, {row['ci_high']:.2g}]"
     estimate = f"k = {row['k']:.2g}" if math.isfinite(row["ci_low"] * row["ci_high"]) and row["ci_low"] > 0 else "k open"
-    spread = f"parallelism p {row['parallel_p']:.2g}, SD of sum's effect over blocks {row['sd_mode']:.2g}"
+    spread = f"parallelism p {row['parallel_p']:.2g}, SD of sum's effect over blocks {mode_sd(row)}"
     return f"{row['family']} {row['term']} a={row['alpha']:g}\n{estimate} {interval}: {row['reading']}\n{spread}"
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from experiments.synthetic_sequences.analysis.comparisons.curve_table import KEYS
 from experiments.synthetic_sequences.analysis.records.run_files import plural
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import MARGIN
+from experiments.synthetic_sequences.analysis.statistics.population_curves import at_search_bound
 from experiments.synthetic_sequences.sequential.design import OPEN
 
 HEADING = "## Take-up over beta: does sum act as mean at another beta?"
@@ -30,9 +31,17 @@ def estimate(value: float) -> str:
     return format(value, ".3g") if math.isfinite(value) else "none (no slope)"
 
 
+def mode_sd(row: dict) -> str:
+    """The SD of sum's effect over blocks; where the fit stopped it at its search bound, said so, with what the runs do
+    identify there: its ratio to the slope, the SD of the blocks' shifts in log beta."""
+    if at_search_bound(row["sd_mode"]):
+        return f"{row['sd_mode']:.2g} (the search bound; in log beta {row['sd_mode'] / abs(row['slope']):.2g})"
+    return f"{row['sd_mode']:.2g}"
+
+
 def spread(row: dict) -> str:
     """The SD of sum's effect over blocks with its interval, whose lower end may be 0 (blocks that agree)."""
-    return f"{row['sd_mode']:.2g} [{row['sd_mode_low']:.2g}, {bound(row['sd_mode_high'], '.2g')}]"
+    return f"{mode_sd(row)} [{row['sd_mode_low']:.2g}, {bound(row['sd_mode_high'], '.2g')}]"
 
 
 def curve_frame(table: pd.DataFrame) -> pd.DataFrame:

@@ -107,6 +107,12 @@ def fit_population(
     return PopulationFit(float(a), float(b), float(c), size(best.x[effects]), sd_v, -float(best.fun))
 
 
+def at_search_bound(sd: float) -> bool:
+    """Whether a fitted SD stopped at SD_LIMIT: there each block's runs are a step over beta, the likelihood nearly flat
+    along the ridge where the slope and the SDs grow together, and the runs identify only the SD's ratio to the slope."""
+    return sd >= SD_LIMIT * (1 - 1e-6)
+
+
 def size(sd: float) -> float:
     """A fitted SD as its size, 0 within AT_ZERO of it: the search stops within its tolerance of a maximum at 0."""
     return 0.0 if abs(sd) < AT_ZERO else abs(float(sd))
