@@ -83,16 +83,19 @@ def test_the_fit_its_intervals_and_the_spread_test_agree_with_lme4_to_the_laplac
 
 
 def grid_loglik(curves: Curves, effects: tuple[float, float, float], sd_block: float, sd_mode: float) -> float:
-    """The likelihood by a plain grid over each block's standardised effects (xi_1, xi_2) ~ N(0, I), 2,001 points
-    over [-8, 8] on each axis, for one block at a time: sum_b log of the sum over the grid of the runs' product."""
-    grid = np.linspace(-8.0, 8.0, 2001)
+    """The likelihood by a plain grid over each block's standardised effects (xi_1, xi_2) ~ N(0, I), 801 points over
+    [-8, 8] on each axis, one block at a time: sum_b log of the grid's sum of the prior times the runs' product (a mean
+    run's factor does not move with xi_2)."""
+    grid = np.linspace(-8.0, 8.0, 801)
     log_prior = -0.5 * grid**2 - 0.5 * math.log(2 * math.pi) + math.log(grid[1] - grid[0])
     fixed = effects[0] + effects[1] * curves.log_beta + effects[2] * curves.sums
     total = 0.0
     for block in np.unique(curves.block):
-        rows = curves.block == block
-        eta = fixed[rows, None, None] + sd_block * grid[None, :, None] + sd_mode * curves.sums[rows, None, None] * grid[None, None, :]
-        log_runs = np.sum(curves.took_up[rows, None, None] * eta - np.logaddexp(0.0, eta), axis=0)
+        mean, summed = (curves.block == block) & (curves.sums == 0), (curves.block == block) & (curves.sums == 1)
+        eta_mean = fixed[mean, None] + sd_block * grid[None, :]  # runs x xi_1
+        eta_sum = fixed[summed, None, None] + sd_block * grid[None, :, None] + sd_mode * grid[None, None, :]  # runs x xi_1 x xi_2
+        log_runs = np.sum(curves.took_up[mean, None] * eta_mean - np.logaddexp(0.0, eta_mean), axis=0)[:, None]
+        log_runs = log_runs + np.sum(curves.took_up[summed, None, None] * eta_sum - np.logaddexp(0.0, eta_sum), axis=0)
         terms = log_runs + log_prior[:, None] + log_prior[None, :]
         top = terms.max()
         total += top + math.log(np.sum(np.exp(terms - top)))
@@ -119,13 +122,20 @@ def step_blocks() -> Curves:
     [
         ("blocks disagree", (-10.2, -2.92, 1.99), 1.2, 0.54),
         ("blocks disagree", (-10.2, -2.92, 1.99), 1.2, 0.05),
+        ("blocks disagree", (-10.2, -2.92, 1.99), 0.01, 0.6),
+        ("mean runs only", (-10.2, -2.92, 1.99), 1.2, 0.6),
         ("blocks agree", (-9.0, -3.0, 2.0), 0.3, 2.0),
         ("steps", (-23.0, -11.5, -9.0), 10.0, 2.0),
         ("steps", (-69.0, -34.5, -27.0), 30.0, 6.0),
     ],
 )
 def test_the_quadrature_is_the_plain_grids_integral(name, effects, sd_block, sd_mode):
-    curves = step_blocks() if name == "steps" else dataset(name)
+    if name == "mean runs only":
+        runs = dataset("blocks disagree")
+        mean = runs.sums == 0
+        curves = Curves(runs.took_up[mean], runs.log_beta[mean], runs.sums[mean], runs.block[mean])
+    else:
+        curves = step_blocks() if name == "steps" else dataset(name)
     ours = marginal_loglik(design(curves), np.array(effects), curves, sd_block, sd_mode)[0]
     assert ours == pytest.approx(grid_loglik(curves, effects, sd_block, sd_mode), abs=1e-4)
 
