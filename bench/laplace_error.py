@@ -106,10 +106,6 @@ def fitted(curves: Curves, likelihood, limit: float) -> tuple[population.Populat
         return fit, *population.log_k_interval(curves, fit)
 
 
-def design(curves: Curves) -> np.ndarray:
-    return np.column_stack([np.ones(len(curves.took_up)), curves.log_beta, curves.sums])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pilots", type=int, default=20)
@@ -132,7 +128,7 @@ def main() -> None:
             line.append(f"{name} {limit:g}: k {math.exp(fit.log_k):.2f} [{math.exp(low):.2f}, {math.exp(high):.2f}]")
             if (name, limit) == ("laplace", 10.0):
                 effects = np.array([fit.intercept, fit.slope, fit.mode_effect])
-                exact = population.marginal_loglik(design(curves), effects, curves, fit.sd_block, fit.sd_mode)[0]
+                exact = population.marginal_loglik(population.shift_design(curves), effects, curves, fit.sd_block, fit.sd_mode)[0]
                 line.insert(0, f"at Laplace's fit: Laplace {fit.loglik:.2f}, quadrature {exact:.2f}")
         print(f"pilot {draw}: " + "; ".join(line), flush=True)
     print(f"| likelihood | SDs up to | covers k (of {args.pilots}) | median width (factor) | SDs at the bound |")

@@ -16,6 +16,7 @@ from bench.population_fit_lme4 import DATASETS, dataset, population_figures
 from experiments.synthetic_sequences.analysis.statistics import population_curves as population
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import Curves
 from experiments.synthetic_sequences.analysis.statistics.block_quadrature import marginal_loglik
+from experiments.synthetic_sequences.analysis.statistics.population_curves import shift_design
 
 # `python -m bench.population_fit_lme4` (R 4.2.2, lme4 1.1-31 from Debian): glmer's Laplace fit, log k's profile ends
 # by uniroot on the model refitted with log k held, the LR p of sd_mode = 0 against (1 | block) (half chi2_1) and
@@ -136,7 +137,7 @@ def test_the_quadrature_is_the_plain_grids_integral(name, effects, sd_block, sd_
         curves = Curves(runs.took_up[mean], runs.log_beta[mean], runs.sums[mean], runs.block[mean])
     else:
         curves = step_blocks() if name == "steps" else dataset(name)
-    ours = marginal_loglik(design(curves), np.array(effects), curves, sd_block, sd_mode)[0]
+    ours = marginal_loglik(shift_design(curves), np.array(effects), curves, sd_block, sd_mode)[0]
     assert ours == pytest.approx(grid_loglik(curves, effects, sd_block, sd_mode), abs=1e-4)
 
 
@@ -145,8 +146,8 @@ def test_laplace_overstates_the_likelihood_of_blocks_that_are_steps_and_more_the
     likelihood keeps rising by log units while the integral's flattens: what drove the SDs to their search bound."""
     curves = step_blocks()
     effects, sds = np.array([-23.0, -11.5, -9.0]), np.array([10.0, 2.0])  # near the quadrature's fit, SDs up to 10
-    exact = [marginal_loglik(design(curves), scale * effects, curves, *(scale * sds))[0] for scale in (1, 2, 3)]
-    laplace = [laplace_loglik(design(curves), scale * effects, curves, *(scale * sds))[0] for scale in (1, 2, 3)]
+    exact = [marginal_loglik(shift_design(curves), scale * effects, curves, *(scale * sds))[0] for scale in (1, 2, 3)]
+    laplace = [laplace_loglik(shift_design(curves), scale * effects, curves, *(scale * sds))[0] for scale in (1, 2, 3)]
     # measured: the integral -29.18, -28.71, -28.63; Laplace -28.87, -26.26, -25.07
     assert laplace[2] - laplace[0] > 3.0 and laplace[2] - exact[2] > 3.0
     assert 0 < exact[2] - exact[0] < 0.6
@@ -162,16 +163,12 @@ def test_the_profile_ends_lie_where_the_deviance_crosses_chi2_1():
     assert population.fit_population(curves, log_k=fit.log_k, near=fit).loglik == pytest.approx(fit.loglik, abs=1e-6)
 
 
-def design(curves: Curves) -> np.ndarray:
-    return np.column_stack([np.ones(len(curves.took_up)), curves.log_beta, curves.sums])
-
-
 def test_with_no_spread_over_blocks_the_likelihood_is_the_runs_bernoulli_likelihood():
     curves = dataset("blocks disagree")
     fixed = 0.3 - 1.2 * curves.log_beta + 0.8 * curves.sums
     by_hand = sum(y * eta - math.log1p(math.exp(eta)) for y, eta in zip(curves.took_up, fixed, strict=True))
     for likelihood in (marginal_loglik, laplace_loglik):
-        assert likelihood(design(curves), np.array([0.3, -1.2, 0.8]), curves, 0.0, 0.0)[0] == pytest.approx(by_hand, rel=1e-12)
+        assert likelihood(shift_design(curves), np.array([0.3, -1.2, 0.8]), curves, 0.0, 0.0)[0] == pytest.approx(by_hand, rel=1e-12)
 
 
 @pytest.mark.parametrize("likelihood", [marginal_loglik, laplace_loglik])
@@ -183,11 +180,11 @@ def test_the_likelihoods_gradient_is_its_central_difference(likelihood, effects,
     point = np.array([*effects, sd_block, sd_mode])
 
     def loglik(x: np.ndarray) -> float:
-        return likelihood(design(curves), x[:3], curves, x[3], x[4])[0]
+        return likelihood(shift_design(curves), x[:3], curves, x[3], x[4])[0]
 
     step = 1e-6
     central = [(loglik(point + step * unit) - loglik(point - step * unit)) / (2 * step) for unit in np.eye(5)]
-    assert likelihood(design(curves), point[:3], curves, sd_block, sd_mode)[1] == pytest.approx(central, rel=1e-5, abs=1e-5)
+    assert likelihood(shift_design(curves), point[:3], curves, sd_block, sd_mode)[1] == pytest.approx(central, rel=1e-5, abs=1e-5)
     assert loglik(point * [1, 1, 1, -1, -1]) == pytest.approx(loglik(point), rel=1e-12)
 
 

@@ -56,6 +56,11 @@ class PopulationFit:
         return self.mode_effect / self.slope if abs(self.slope) >= 1e-8 else math.nan
 
 
+def shift_design(curves: Curves) -> np.ndarray:
+    """The free shift model's fixed part, runs x (1, log beta, s): its effects are (a, b, c)."""
+    return np.column_stack([np.ones(len(curves.took_up)), curves.log_beta, curves.sums])
+
+
 def fit_population(
     curves: Curves, log_k: float | None = None, sd_mode: float | None = None, near: PopulationFit | None = None
 ) -> PopulationFit:
@@ -75,11 +80,10 @@ def fit_population(
         return PopulationFit(intercept, 0.0, 0.0, 0.0, held, float(-np.sum(np.logaddexp(0.0, -abs(intercept)))))
 
     free_shift, free_sd = log_k is None, sd_mode is None
-    ones = np.ones(len(curves.took_up))
     if free_shift:
-        design = np.column_stack([ones, curves.log_beta, curves.sums])
+        design = shift_design(curves)
     else:  # a + b (log beta + s log k)
-        design = np.column_stack([ones, curves.log_beta + curves.sums * log_k])
+        design = np.column_stack([np.ones(len(curves.took_up)), curves.log_beta + curves.sums * log_k])
     effects = design.shape[1]
 
     def negative(x: np.ndarray) -> tuple[float, np.ndarray]:
