@@ -197,3 +197,27 @@ def test_fitting_with_a_likelihood_fits_with_it_and_gives_the_shipped_fit_back_a
     with pytest.raises(RuntimeError), laplace_error.fitting_with(recorded, 4.0):
         raise RuntimeError
     assert (population.marginal_loglik, population.SD_LIMIT) == shipped
+
+
+def test_the_curve_design_simulation_run_in_pieces_reads_back_as_one(tmp_path):
+    """Two pieces of a design each (seeds 0 and 1, a budget of 40: each stops at look 1) read back as 2 designs, with the
+    stops of both; one piece read back prints what its own simulation printed; a piece of another scenario and a seed
+    read twice are refused before anything is simulated."""
+    command = [sys.executable, "-m", "bench.curve_design", "--draws", "1", "--fixed-draws", "0", "--budget", "40"]
+    printed = {}
+    for seed in (0, 1):
+        run = subprocess.run(
+            [*command, "--seed", str(seed), "--rows", str(tmp_path / f"{seed}.csv")], capture_output=True, text=True, check=True
+        )
+        printed[seed] = run.stdout.splitlines()[:-1]  # the last line is the wall
+    back = subprocess.run([*command, "--from-rows", str(tmp_path / "0.csv")], capture_output=True, text=True, check=True)
+    assert back.stdout.splitlines()[:-1] == printed[0]
+    both = subprocess.run(
+        [*command, "--from-rows", str(tmp_path / "0.csv"), str(tmp_path / "1.csv")], capture_output=True, text=True, check=True
+    )
+    stops = [line for lines in printed.values() for line in lines if line.startswith("  looks: ")]
+    assert both.stdout.startswith("2 designs: ") and stops == ["  looks: {1: 1}"] * 2 and "  looks: {1: 2}" in both.stdout
+    other = subprocess.run([*command[:-1], "160", "--from-rows", str(tmp_path / "0.csv")], capture_output=True, text=True)
+    assert other.returncode == 1 and "--from-rows: budget is 40 in the pieces, 160 asked" in other.stderr
+    twice = subprocess.run([*command, "--from-rows", str(tmp_path / "1.csv"), str(tmp_path / "1.csv")], capture_output=True, text=True)
+    assert twice.returncode == 1 and "--from-rows: seed 1 is in" in twice.stderr and "the same designs read twice" in twice.stderr
