@@ -117,6 +117,8 @@ def main() -> None:
     config, results = stage_config(args.configfile, curve, args.out.resolve())
     if args.compare:
         tables = [Path(folder) / "tables" / "runs.parquet" for folder in (results, config["results"])]
+        if missing := [str(table) for table in tables if not table.exists()]:
+            raise SystemExit(f"--compare: no {' or '.join(missing)}: the design and the rerun each write it when they finish")
         compare(pd.read_parquet(tables[0]), pd.read_parquet(tables[1]), curve)
         return
     args.out.mkdir(parents=True, exist_ok=True)
