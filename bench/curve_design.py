@@ -166,9 +166,9 @@ def report(results: list[dict], args: argparse.Namespace, design: CurveDesign, t
     median_width = float(np.median(nominal_widths))
     print(f"  median interval at the look's level: a factor {math.exp(float(np.median(widths))):.2f} either way")
     print(f"  median 95% interval at the stop: a factor {math.exp(median_width):.2f} either way")
-    grid = {0: list(SPAN), 1: list(SPAN)}
     if not args.fixed_draws:
         return
+    grid = {0: list(SPAN), 1: list(SPAN)}
     for blocks in (4, 16):
         width, coverage = fixed_width(functools.partial(truth.stage, grid, blocks, 2, 0), args.log_k, args.fixed_draws)
         said = f"factor {math.exp(width):.2f}, covers {coverage:.3f}"
