@@ -177,3 +177,32 @@ def test_a_run_whose_fixed_block_fit_separates_draws_the_population_fits_curve_a
         logits = row["intercept"] + row["slope"] * np.log(betas) + row["mode_effect"] * is_sum
         assert np.allclose(drawn, 1 / (1 + np.exp(-logits)), rtol=1e-12, atol=1e-15)
         assert len(np.unique(np.round(drawn[(drawn > 0.05) & (drawn < 0.95)], 6))) >= 10  # a curve, not a step
+
+
+def test_under_a_curve_design_the_table_carries_its_stops_and_each_panel_titles_the_designs_answer(monkeypatch, tmp_path):
+    """The 95% reading of every run and the design's reading at its stopping look may differ; the figure says the
+    design's, as the verdict's design table does. A curve the looks never read keeps the 95% title."""
+    from experiments.synthetic_sequences.analysis.report import beta_curve_plot
+    from experiments.synthetic_sequences.sequential.curve_looks import curve_stops
+
+    figures = []
+    monkeypatch.setattr(beta_curve_plot, "save", lambda fig, path: figures.append(fig))
+    rng = np.random.default_rng(4)
+    runs = pd.concat(
+        [pilot(rng, math.log(2.0), blocks=4, seeds=2, betas=BETAS).assign(family="f", term=term, alpha=0.0) for term in ("raw", "dist")]
+    )
+    decision = {"decision": "precise", "look": 4, "runs": 136, "alpha": 0.0213, "reading": "cannot be resolved"}
+    decision |= {"log_k": math.log(1.2), "log_low": math.log(0.99), "log_high": math.log(1.51)}
+    looks = [{"groups": []}, {"groups": [{"family": "f", "term": "raw", "alpha": 0, "decisions": {"curve": decision}}]}]
+    table = shift_table(runs, design_stops=curve_stops(looks))
+    design_columns = [column for column in table.columns if column.startswith("design_")]
+    assert list(table.term) == ["dist", "raw"] and list(table.columns) == [*shift_table(runs).columns, *design_columns]
+    assert len(design_columns) == 8
+    raw, dist = table.set_index("term").loc["raw"], table.set_index("term").loc["dist"]
+    assert raw.design_stop == "precise" and raw.design_look == 4 and raw.design_log_high == pytest.approx(math.log(1.51))
+    assert dist[design_columns].isna().all()
+    beta_curve_plot.beta_curves_figure(runs, table, {}, tmp_path / "beta_curves.png")
+    dist_title, raw_title = (ax.get_title() for ax in figures[0].axes if ax.get_title())
+    assert raw_title.startswith("f raw a=0\nk = 1.2 [0.99, 1.5] at the look's level: cannot be resolved\nprecise at look 4, 136 runs\n")
+    assert f"k = {dist.k:.2g} [{dist.ci_low:.2g}, {dist.ci_high:.2g}]: {dist.reading}\nparallelism p" in dist_title
+    assert curve_stops([]) == []

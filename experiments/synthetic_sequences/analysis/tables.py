@@ -72,7 +72,7 @@ from experiments.synthetic_sequences.planning.endpoints import parse_primary
 from experiments.synthetic_sequences.planning.grid import parse_control_of
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
 from experiments.synthetic_sequences.sequential.curve_design import CURVE
-from experiments.synthetic_sequences.sequential.curve_looks import is_curve_look, read_curve_looks
+from experiments.synthetic_sequences.sequential.curve_looks import curve_stops, is_curve_look, read_curve_looks
 from experiments.synthetic_sequences.sequential.look_files import check_looks_read, read_looks
 from experiments.synthetic_sequences.splits import SPLITS
 
@@ -196,7 +196,7 @@ def aggregate(
     looks = [look for look in looks if look["design"].get("kind") != CURVE]
     tables["cross_term"] = cross_term_table(tables["verdict"], arm_runs, contrasts, arm_controls, looks, mixes)
     if has_axis(runs):
-        tables["beta_curves"] = shift_table(runs, tokens=mean_tokens(draws))
+        tables["beta_curves"] = shift_table(runs, mean_tokens(draws), curve_stops(curve_looks))
         tables["beta_curve_cells"] = cells_table(runs)
     out_dir = Path(out_dir)
     with atomic_path(out_dir / "metrics.parquet") as tmp:

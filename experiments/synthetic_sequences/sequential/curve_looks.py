@@ -195,6 +195,25 @@ def read_curve_looks(paths: Sequence[str | Path], pilot: PilotCommand = DEFAULT_
     return documents
 
 
+def curve_stops(looks: Sequence[Mapping]) -> list[dict]:
+    """Per curve, as the last look leaves it: why it stopped (or "open after look k"), the look that decided, its runs,
+    the look's alpha, log k with its interval at the look's level, and the reading there: the design's answer."""
+    stops = []
+    for group in looks[-1]["groups"] if looks else ():
+        decision = group["decisions"]["curve"]
+        stopped = decision["decision"] if decision["decision"] != OPEN else f"open after look {decision['look']}"
+        stops.append(
+            {
+                "family": group["family"],
+                "term": group["term"],
+                "alpha": float(group["alpha"]),
+                **{f"design_{key}": decision[key] for key in ("look", "runs", "alpha", "log_k", "log_low", "log_high", "reading")},
+                "design_stop": stopped,
+            }
+        )
+    return stops
+
+
 def is_curve_look(path: str | Path) -> bool:
     """Whether a look file is a curve design's (its design's kind), so that the tables read it here."""
     try:

@@ -11,6 +11,7 @@ parallelism p, and its goodness of fit against one rate per (beta, mode), read t
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -81,12 +82,14 @@ def curve_groups(runs: pd.DataFrame):
             yield key, group
 
 
-def shift_table(runs: pd.DataFrame, tokens: float | None = None) -> pd.DataFrame:
+def shift_table(runs: pd.DataFrame, tokens: float | None = None, design_stops: Sequence[Mapping] = ()) -> pd.DataFrame:
     """One row per curve_groups entry; given the train split's mean supervised token count, raw's (and tok's) k is read
-    against the scale's prediction 1 / tokens."""
+    against the scale's prediction 1 / tokens; given a curve design's stops (sequential/curve_looks.curve_stops), its
+    answer per curve beside, in the design_* columns, so that the figure reads what the verdict reads."""
     groups = dict(curve_groups(runs))
     predicted = scale_predictions(list(groups), tokens) if tokens else {}
-    return pd.DataFrame([{**dict(zip(KEYS, key, strict=True)), **shift_fit(group, predicted.get(key))} for key, group in groups.items()])
+    table = pd.DataFrame([{**dict(zip(KEYS, key, strict=True)), **shift_fit(group, predicted.get(key))} for key, group in groups.items()])
+    return table.merge(pd.DataFrame(design_stops), on=KEYS, how="left") if design_stops and not table.empty else table
 
 
 def cells_table(runs: pd.DataFrame) -> pd.DataFrame:

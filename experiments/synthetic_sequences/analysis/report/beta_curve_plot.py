@@ -9,7 +9,8 @@ prints the shift table (k, its interval, the parallelism p, the reading) and dra
 Each panel: the take-up rate per beta and mode with its Clopper-Pearson 95% interval, on a log-beta axis; each mode's
 curve as the population fit draws it for the typical block (solid: sum's is mean's at k x beta), with the band where
 the central 80% of blocks' curves lie (the blocks' SDs); the control families' points (scale: square, balance:
-diamond); and k with its interval, the reading, the parallelism p and the SD of sum's effect over blocks in the title.
+diamond); and k with its interval, the reading, the parallelism p and the SD of sum's effect over blocks in the title:
+under a curve design, the design's k, interval and reading at the look it stopped at, with why it stopped there.
 The curves come from the table's fit, not from a refit: the figure draws what the verdict reads.
 """
 
@@ -30,7 +31,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from experiments.synthetic_sequences.analysis.comparisons.curve_table import KEYS, shift_table  # noqa: E402
-from experiments.synthetic_sequences.analysis.report.beta_curve_text import mode_sd  # noqa: E402
+from experiments.synthetic_sequences.analysis.report.beta_curve_text import bound, design_estimate, mode_sd  # noqa: E402
 from experiments.synthetic_sequences.analysis.report.figure_style import MODE_COLOURS, save  # noqa: E402
 from experiments.synthetic_sequences.analysis.statistics.inference import clopper_pearson  # noqa: E402
 from experiments.synthetic_sequences.analysis.statistics.population_curves import PopulationFit, block_curve  # noqa: E402
@@ -51,7 +52,21 @@ def rate_points(ax, runs: pd.DataFrame, colour: str, marker: str, label: str, nu
     ax.errorbar(counts.index * nudge, rates, yerr=errors, fmt=marker, color=colour, capsize=2, ms=4, label=label, lw=0.8)
 
 
+def design_title(row: dict) -> str:
+    """A curve design's panel: its answer, the stopping look's k, interval and reading (the verdict's design table)."""
+    interval = f"[{bound(math.exp(row['design_log_low']), '.2g')}, {bound(math.exp(row['design_log_high']), '.2g')}]"
+    stop = f"{row['design_stop']} at look {row['design_look']:.0f}, {row['design_runs']:.0f} runs"
+    spread = f"parallelism p {row['parallel_p']:.2g}, SD of sum's effect over blocks {mode_sd(row)}"
+    return (
+        f"{row['family']} {row['term']} a={row['alpha']:g}\nk = {design_estimate(row)} {interval} at the look's level: "
+        f"{row['design_reading']}\n{stop}\n{spread}"
+    )
+
+
 def title(row: dict) -> str:
+    """k with its 95% interval and the reading, or a curve design's answer where the row carries one."""
+    if isinstance(row.get("design_stop"), str):
+        return design_title(row)
     if not math.isfinite(row["k"]):
         return f"{row['family']} {row['term']} a={row['alpha']:g}\nno k: {row['reading']}"
     interval = f"[{row['ci_low']:.2g}, {row['ci_high']:.2g}]"

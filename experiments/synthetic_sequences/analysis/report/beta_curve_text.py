@@ -13,7 +13,7 @@ from experiments.synthetic_sequences.analysis.comparisons.curve_table import KEY
 from experiments.synthetic_sequences.analysis.records.run_files import plural
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import MARGIN
 from experiments.synthetic_sequences.analysis.statistics.population_curves import at_search_bound
-from experiments.synthetic_sequences.sequential.design import OPEN
+from experiments.synthetic_sequences.sequential.curve_looks import curve_stops
 
 HEADING = "## Take-up over beta: does sum act as mean at another beta?"
 
@@ -29,6 +29,11 @@ def interval(low: float, high: float) -> str:
 
 def estimate(value: float) -> str:
     return format(value, ".3g") if math.isfinite(value) else "none (no slope)"
+
+
+def design_estimate(row: Mapping) -> str:
+    """A curve design's k at its stopping look (sequential/curve_looks.curve_stops)."""
+    return estimate(math.exp(row["design_log_k"]) if math.isfinite(row["design_log_k"]) else math.nan)
 
 
 def mode_sd(row: dict) -> str:
@@ -89,23 +94,20 @@ def design_lines(looks: Sequence[Mapping]) -> list[str]:
     k with its interval at the look's level (sequential/curve_design.py)."""
     if not looks:
         return []
-    design, last = looks[0]["design"], looks[-1]
-    rows = []
-    for group in last["groups"]:
-        decision = group["decisions"]["curve"]
-        log_k, low, high = decision["log_k"], decision["log_low"], decision["log_high"]
-        rows.append(
-            {
-                **{key: group[key] for key in KEYS},
-                "stopped": decision["decision"] if decision["decision"] != OPEN else f"open after look {decision['look']}",
-                "at look": decision["look"],
-                "runs": decision["runs"],
-                "look's alpha": decision["alpha"],
-                "k": estimate(math.exp(log_k) if math.isfinite(log_k) else math.nan),
-                "interval at the look's level": interval(math.exp(low), math.exp(high)),
-                "reading at the look's level": decision["reading"],
-            }
-        )
+    design = looks[0]["design"]
+    rows = [
+        {
+            **{key: stop[key] for key in KEYS},
+            "stopped": stop["design_stop"],
+            "at look": stop["design_look"],
+            "runs": stop["design_runs"],
+            "look's alpha": stop["design_alpha"],
+            "k": design_estimate(stop),
+            "interval at the look's level": interval(math.exp(stop["design_log_low"]), math.exp(stop["design_log_high"])),
+            "reading at the look's level": stop["design_reading"],
+        }
+        for stop in curve_stops(looks)
+    ]
     return [
         "### The curve design",
         "",
