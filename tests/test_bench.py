@@ -221,3 +221,18 @@ def test_the_curve_design_simulation_run_in_pieces_reads_back_as_one(tmp_path):
     assert other.returncode == 1 and "--from-rows: budget is 40 in the pieces, 160 asked" in other.stderr
     twice = subprocess.run([*command, "--from-rows", str(tmp_path / "1.csv"), str(tmp_path / "1.csv")], capture_output=True, text=True)
     assert twice.returncode == 1 and "--from-rows: seed 1 is in" in twice.stderr and "the same designs read twice" in twice.stderr
+
+
+def test_the_look_drift_finds_the_largest_relative_difference_and_every_field_that_changed_in_kind():
+    from bench.look_float_drift import drift
+
+    filed = [[{"decisions": {"curve": {"log_k": 0.5, "parallel_p": 0.63, "log_high": np.inf, "reading": "a shift"}}}]]
+    made = [[{"decisions": {"curve": {"log_k": 0.5 * (1 + 3e-6), "parallel_p": np.nan, "log_high": 1.4, "reading": "no shift"}}}]]
+    largest, at, differ = drift(filed, made)
+    assert largest == pytest.approx(3e-6, rel=1e-3) and at == "[0][0].decisions.curve.log_k"
+    assert sorted(differ) == [
+        "[0][0].decisions.curve.log_high: inf -> 1.4",
+        "[0][0].decisions.curve.parallel_p: 0.63 -> nan",
+        "[0][0].decisions.curve.reading: 'a shift' -> 'no shift'",
+    ]
+    assert drift(filed, filed) == (0.0, "-", []) and drift(filed, [[{"decisions": {}}]])[2][0].endswith("only in the file")

@@ -147,7 +147,8 @@ def test_a_curve_is_read_at_its_looks_alpha_and_placed_by_its_own_fit_and_a_stop
 
 def test_a_look_recomputed_on_another_cpu_reads_as_its_own_and_one_from_other_runs_does_not():
     recorded = [{"decisions": {"curve": {"log_k": 0.1234567, "log_high": math.inf, "log_low": math.nan, "decision": OPEN}}}]
-    nearly = [{"decisions": {"curve": {"log_k": 0.1234567 * (1 + 1e-9), "log_high": math.inf, "log_low": math.nan, "decision": OPEN}}}]
+    drifted = 0.1234567 * (1 + 2e-6)  # more than bench/look_float_drift measured over threads and CPU kernels
+    nearly = [{"decisions": {"curve": {"log_k": drifted, "log_high": math.inf, "log_low": math.nan, "decision": OPEN}}}]
     check_same(recorded, nearly, Path("look1.json"), pilot=DEFAULT_PILOT)
     other = [{"decisions": {"curve": {"log_k": 0.13, "log_high": math.inf, "log_low": math.nan, "decision": OPEN}}}]
     with pytest.raises(DesignError, match=r"groups\[0\]\.decisions\.curve\.log_k: 0\.1234567 in the file, 0\.13 from its runs"):

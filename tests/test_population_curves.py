@@ -103,12 +103,12 @@ def grid_loglik(curves: Curves, effects: tuple[float, float, float], sd_block: f
     return total
 
 
-def step_blocks() -> Curves:
-    """12 blocks of one seed at 5 betas whose runs are each a step: a cliff per block and mode, sum's 0.7 lower."""
-    rng = np.random.default_rng(2)
+def step_blocks(blocks: int = 12, cliff_sd: float = 1.0, seed: int = 2) -> Curves:
+    """Blocks of one seed at 5 betas whose runs are each a step: a cliff per block and mode, sum's 0.7 lower."""
+    rng = np.random.default_rng(seed)
     log_betas = np.log(np.geomspace(0.035, 0.35, 5))
-    cliffs = rng.normal(np.log(0.11), 1.0, 12)
-    shifts = rng.normal(-0.7, 0.3, 12)
+    cliffs = rng.normal(np.log(0.11), cliff_sd, blocks)
+    shifts = rng.normal(-0.7, 0.3, blocks)
     rows = [
         (float(b < cliff + s * shift), b, float(s), block)
         for block, (cliff, shift) in enumerate(zip(cliffs, shifts, strict=True))
@@ -151,6 +151,20 @@ def test_laplace_overstates_the_likelihood_of_blocks_that_are_steps_and_more_the
     # measured: the integral -29.18, -28.71, -28.63; Laplace -28.87, -26.26, -25.07
     assert laplace[2] - laplace[0] > 3.0 and laplace[2] - exact[2] > 3.0
     assert 0 < exact[2] - exact[0] < 0.6
+
+
+def test_a_profile_near_a_step_fitted_on_the_bound_rises_smoothly_and_the_score_test_is_not_taken_there():
+    """4 blocks of steps, a curve design's look 1: the free fit lies on the effects' bound. Started from it alone, the
+    profile's fit stopped on a ridge far below the maximum at some log k held (09f031a, log k + 0 to 2.5: excess 0,
+    1.31, 3.34, 4.88, 6.01, 6.93, 7.73, 219.44, 9.15, 9.79, 10.4), so that k's interval ended there, at a place the
+    CPU's float path chose. With its second start from 0 the profile rises at every step away from the estimate."""
+    curves = step_blocks(blocks=4, cliff_sd=0.2, seed=1)
+    fit = population.fit_population(curves)
+    assert fit.intercept == -population.EFFECT_LIMIT
+    held = np.linspace(fit.log_k, fit.log_k + 2.5, 11)
+    excess = [fit.loglik - population.fit_population(curves, log_k=log_k, near=fit).loglik for log_k in held]
+    assert np.all(np.diff(excess) > 0.3) and max(excess) < 12
+    assert math.isnan(population.parallelism_p(curves, fit))
 
 
 def test_the_profile_ends_lie_where_the_deviance_crosses_chi2_1():

@@ -69,9 +69,11 @@ def fit_population(
     likelihood's own gradient. The likelihood is even in each SD, so an SD of 0 is a stationary point: the SDs range
     over [-SD_LIMIT, SD_LIMIT] and are read as their size (bounded at 0, the search stopped there where the maximum lay
     beyond). A free fit starts from 0 with both SDs at 1 and again at 0.1, as the likelihood over the SDs may have two
-    maxima; a profile's fit starts once, from the fit `near` it, an SD of 0 moved to MOVED_OFF. Where every run took
-    up, or none did, the likelihood has no maximum, only its supremum 1 as the intercept runs off: the fit is that
-    limit, a flat curve at EFFECT_LIMIT with no slope and no spread."""
+    maxima; a profile's fit starts from the fit `near` it (an SD of 0 moved to MOVED_OFF) and again from 0 with the SDs
+    at 1: where `near` is a step fitted on the effects' bound, the search from it alone can stop on a ridge 150 log
+    units below the profile's maximum, at a k that depends on the CPU's float path (bench/look_float_drift.py). Where
+    every run took up, or none did, the likelihood has no maximum, only its supremum 1 as the intercept runs off: the
+    fit is that limit, a flat curve at EFFECT_LIMIT with no slope and no spread."""
     from scipy import optimize
 
     if np.ptp(curves.took_up) == 0:
@@ -97,7 +99,8 @@ def fit_population(
     else:
         shift = [near.mode_effect] if free_shift else []
         sds = [max(near.sd_block, MOVED_OFF), *([max(near.sd_mode, MOVED_OFF)] if free_sd else [])]
-        starts = [np.r_[near.intercept, near.slope, shift, sds]]
+        cold = np.r_[np.zeros(effects), np.ones(len(bounds) - effects)]
+        starts = [np.r_[near.intercept, near.slope, shift, sds], cold]
     best = None
     for start in starts:
         result = optimize.minimize(
@@ -158,13 +161,17 @@ def mode_sd_interval(curves: Curves, fit: PopulationFit, level: float = 1 - ALPH
 def parallelism_p(curves: Curves, fit: PopulationFit, step: float = 1e-5) -> float:
     """Rao's score test of d in a + u_b + b log beta + c s + d s log beta + s v_b at the shift model's fit (d = 0), the
     block SDs held at the fit's: U = dlogL/dd there, T = U^2 [I^-1]_dd with I the observed information over a, b, c, d
-    (central differences of the likelihood's own gradient), against chi2_1; nan where I is not positive definite (a
-    separated fit's slope at EFFECT_LIMIT). Holding the SDs keeps the test at its level where the information over
-    them too lets it reject a true shift 6.5-7.2% of the time at 5% (bench/population_coverage.py, docs/findings.md)."""
+    (central differences of the likelihood's own gradient), against chi2_1; nan where the fit lies on the effects'
+    bound EFFECT_LIMIT (each block's runs a step: the score of a bounded effect is not 0 there, so the test does not
+    apply, and its p moved from 0.63 to 0.44 with the CPU's float path) or I is not positive definite. Holding the
+    SDs keeps the test at its level where the information over them too lets it reject a true shift 6.5-7.2% of the
+    time at 5% (bench/population_coverage.py, docs/findings.md)."""
     from scipy import stats
 
-    design = np.column_stack([np.ones(len(curves.took_up)), curves.log_beta, curves.sums, curves.sums * curves.log_beta])
     at = np.array([fit.intercept, fit.slope, fit.mode_effect, 0.0])
+    if np.any(np.abs(at) >= EFFECT_LIMIT * (1 - 1e-9)):
+        return math.nan
+    design = np.column_stack([np.ones(len(curves.took_up)), curves.log_beta, curves.sums, curves.sums * curves.log_beta])
 
     def gradient(effects: np.ndarray) -> np.ndarray:
         return marginal_loglik(design, effects, curves, fit.sd_block, fit.sd_mode)[1][:4]
