@@ -203,6 +203,6 @@ def test_under_a_curve_design_the_table_carries_its_stops_and_each_panel_titles_
     assert dist[design_columns].isna().all()
     beta_curve_plot.beta_curves_figure(runs, table, {}, tmp_path / "beta_curves.png")
     dist_title, raw_title = (ax.get_title() for ax in figures[0].axes if ax.get_title())
-    assert raw_title.startswith("f raw a=0\nk = 1.2 [0.99, 1.5] at the look's level: cannot be resolved\nprecise at look 4, 136 runs\n")
+    assert raw_title.startswith("f raw a=0\nk = 1.2 [0.99, 1.51] at the look's level: cannot be resolved\nprecise at look 4, 136 runs\n")
     assert f"k = {dist.k:.2g} [{dist.ci_low:.2g}, {dist.ci_high:.2g}]: {dist.reading}\nparallelism p" in dist_title
     assert curve_stops([]) == []
