@@ -56,6 +56,9 @@ def test_a_cliff_steeper_than_a_step_gets_the_betas_either_side_and_a_far_curve_
     assert informative_betas(-far * math.log(1e-5), far, 0.0, 0, [0.035, 0.35]) == [0.0033, 0.0039]
     # no slope: beyond the span, where take-up would change (none took up: smaller betas; all did: larger)
     assert informative_betas(-100.0, 0.0, 0.0, 1, [0.035, 0.35]) == [0.01, 0.018]
+    # a slope near 0 but not under 1e-8 puts the doses beyond any float (a simulated design's fit overflowed there)
+    assert informative_betas(-100.0, 1e-6, 0.0, 0, [0.035, 0.35]) == [2.7, 3.3]
+    assert informative_betas(-100.0, -1e-6, 0.0, 0, [0.035, 0.35], "d-optimal") == [0.0033, 0.0039]
     assert informative_betas(100.0, 0.0, 0.0, 0, [0.035, 0.35]) == [0.56, 1.0]
 
 

@@ -43,6 +43,7 @@ ED_LOW = 1 / (1 + math.exp(1.5434))  # 0.176: the D-optimal pair of a logistic c
 STOPS = ("beyond scale", "precise", "no shift", "a shift", "budget")
 PLACEMENTS = ("c-optimal", "d-optimal")
 CURVE = "curve"  # design.kind
+LOG_DOSE_LIMIT = 50.0  # a fitted dose's log beta is held inside this: a beta of 1e-22 or 5e21 is off any span already
 
 
 def fixed_betas(low: float, high: float) -> list[float]:
@@ -75,8 +76,10 @@ def coarse_betas(span: Sequence[float]) -> list[float]:
 
 
 def effective_dose(intercept: float, slope: float, mode_effect: float, is_sum: int, share: float) -> float:
-    """The beta at which the typical block of a mode takes up `share` of the time: logit(share) = a + b log beta + c s."""
-    return math.exp((math.log(share / (1 - share)) - intercept - mode_effect * is_sum) / slope)
+    """The beta at which the typical block of a mode takes up `share` of the time: logit(share) = a + b log beta + c s;
+    with a slope near 0 it lies beyond any float, and is held at exp(+-LOG_DOSE_LIMIT) (placement holds it nearer)."""
+    log_dose = (math.log(share / (1 - share)) - intercept - mode_effect * is_sum) / slope
+    return math.exp(min(max(log_dose, -LOG_DOSE_LIMIT), LOG_DOSE_LIMIT))
 
 
 def informative_betas(
