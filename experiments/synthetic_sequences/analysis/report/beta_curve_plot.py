@@ -31,7 +31,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from experiments.synthetic_sequences.analysis.comparisons.curve_table import KEYS, shift_table  # noqa: E402
-from experiments.synthetic_sequences.analysis.report.beta_curve_text import design_estimate, interval, mode_sd  # noqa: E402
+from experiments.synthetic_sequences.analysis.report.beta_curve_text import design_estimate, design_interval, mode_sd  # noqa: E402
 from experiments.synthetic_sequences.analysis.report.figure_style import MODE_COLOURS, save  # noqa: E402
 from experiments.synthetic_sequences.analysis.statistics.inference import clopper_pearson  # noqa: E402
 from experiments.synthetic_sequences.analysis.statistics.population_curves import PopulationFit, block_curve  # noqa: E402
@@ -54,11 +54,10 @@ def rate_points(ax, runs: pd.DataFrame, colour: str, marker: str, label: str, nu
 
 def design_title(row: dict) -> str:
     """A curve design's panel: its answer, the stopping look's k, interval and reading (the verdict's design table)."""
-    ends = interval(math.exp(row["design_log_low"]), math.exp(row["design_log_high"]))  # 3 digits: 1.01 excludes 1
     stop = f"{row['design_stop']} at look {row['design_look']:.0f}, {row['design_runs']:.0f} runs"
     spread = f"parallelism p {row['parallel_p']:.2g}, SD of sum's effect over blocks {mode_sd(row)}"
     return (
-        f"{row['family']} {row['term']} a={row['alpha']:g}\nk = {design_estimate(row)} {ends} at the look's level: "
+        f"{row['family']} {row['term']} a={row['alpha']:g}\nk = {design_estimate(row)} {design_interval(row)} at the look's level: "
         f"{row['design_reading']}\n{stop}\n{spread}"
     )
 

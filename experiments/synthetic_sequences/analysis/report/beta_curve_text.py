@@ -36,6 +36,11 @@ def design_estimate(row: Mapping) -> str:
     return estimate(math.exp(row["design_log_k"]) if math.isfinite(row["design_log_k"]) else math.nan)
 
 
+def design_interval(row: Mapping) -> str:
+    """A curve design's interval of k at its stopping look's level (sequential/curve_looks.curve_stops)."""
+    return interval(math.exp(row["design_log_low"]), math.exp(row["design_log_high"]))
+
+
 def mode_sd(row: dict) -> str:
     """The SD of sum's effect over blocks; where the fit stopped it at its search bound, said so, with what the runs do
     identify there: its ratio to the slope, the SD of the blocks' shifts in log beta."""
@@ -103,7 +108,7 @@ def design_lines(looks: Sequence[Mapping]) -> list[str]:
             "runs": stop["design_runs"],
             "look's alpha": stop["design_alpha"],
             "k": design_estimate(stop),
-            "interval at the look's level": interval(math.exp(stop["design_log_low"]), math.exp(stop["design_log_high"])),
+            "interval at the look's level": design_interval(stop),
             "reading at the look's level": stop["design_reading"],
         }
         for stop in curve_stops(looks)

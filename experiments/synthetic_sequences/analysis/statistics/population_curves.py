@@ -171,7 +171,7 @@ def parallelism_p(curves: Curves, fit: PopulationFit, step: float = 1e-5) -> flo
     at = np.array([fit.intercept, fit.slope, fit.mode_effect, 0.0])
     if np.any(np.abs(at) >= EFFECT_LIMIT * (1 - 1e-9)):
         return math.nan
-    design = np.column_stack([np.ones(len(curves.took_up)), curves.log_beta, curves.sums, curves.sums * curves.log_beta])
+    design = np.column_stack([shift_design(curves), curves.sums * curves.log_beta])
 
     def gradient(effects: np.ndarray) -> np.ndarray:
         return marginal_loglik(design, effects, curves, fit.sd_block, fit.sd_mode)[1][:4]
