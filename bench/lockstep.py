@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from bench.common import REPO, BenchResult, Figure, pilot_train_config, prepare_run_inputs, print_result, progress
-from experiments.synthetic_sequences.planning.grid import cli_arguments
+from core.disentanglement.cli import cli_arguments
 
 TRAINER = "experiments.synthetic_sequences.training.train_disentangled"
 

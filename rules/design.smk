@@ -7,6 +7,7 @@ checkpoint design_look:
     input:
         metrics=PLAN.look_metrics,
         previous=PLAN.previous_looks,
+        recomputed=PLAN.recomputed_metrics,  # the runs the looks before read, which this look recomputes
     output:
         results(LOOK),
     log:
@@ -20,8 +21,8 @@ checkpoint design_look:
         mem_mb=1000,
     params:
         module=PLAN.look_module(),
+        # what decides the look, and only that: its advice takes the pilot's command from the environment
         design=PLAN.design_flags(),
-        pilot=PLAN.pilot_flags(),
     shell:
         "python -m {params.module} --look {wildcards.look} {params.design} --metrics {input.metrics:q} "
-        "--previous {input.previous:q} --out {output:q} {params.pilot} > {log:q} 2>&1"
+        "--previous {input.previous:q} --out {output:q} > {log:q} 2>&1"

@@ -23,6 +23,10 @@ rule train_run:
     conda:
         "../envs/pipeline.yaml"
     threads: 1
+    # the Slurm profile packs this group's jobs (its group-components); a design with looks trains unpacked
+    # (sequential/stage.py: snakemake packs again after each checkpoint)
+    group:
+        PLAN.train_group()
     resources:
         runtime=PLAN.train_resource("runtime", 60),
         mem_mb=PLAN.train_resource("mem_mb", 2000),

@@ -206,3 +206,21 @@ def test_under_a_curve_design_the_table_carries_its_stops_and_each_panel_titles_
     assert raw_title.startswith("f raw a=0\nk = 1.2 [0.99, 1.51] at the look's level: cannot be resolved\nprecise at look 4, 136 runs\n")
     assert f"k = {dist.k:.2g} [{dist.ci_low:.2g}, {dist.ci_high:.2g}]: {dist.reading}\nparallelism p" in dist_title
     assert curve_stops([]) == []
+
+
+def test_the_runs_tables_csv_alone_refits_each_curves_k(tmp_path):
+    """What a colleague who is sent a findings folder does: refit every curve from runs.csv, the tables' one row per run
+    (written by tables.write_table, as aggregation writes it), with nothing else. A run left out (a beta only one mode
+    ran, as a curve design's later stages place) would move k; the CSV's floats must not."""
+    from experiments.synthetic_sequences.analysis.tables import write_table
+
+    runs = pilot(np.random.default_rng(5), math.log(1.5), blocks=6, seeds=2, betas=BETAS).assign(family="f", term="dist", alpha=0.0)
+    placed = pilot(np.random.default_rng(6), math.log(1.5), blocks=2, seeds=2, betas=BETAS[2:4]).assign(family="f", term="dist", alpha=0.0)
+    staged = pd.concat([runs, placed[placed["mode"] == "sum"].assign(reference=placed.reference + 6)], ignore_index=True)
+    write_table(staged, tmp_path / "runs", formats=("csv",))
+    table, refit = shift_table(staged), shift_table(pd.read_csv(tmp_path / "runs.csv"))
+    assert math.isfinite(table.k[0]) and refit.k[0] == pytest.approx(table.k[0], rel=1e-9)
+    assert refit.runs[0] == len(staged) and (refit.ci_low[0], refit.ci_high[0]) == pytest.approx(
+        (table.ci_low[0], table.ci_high[0]), rel=1e-9
+    )
+    assert shift_table(runs).k[0] != pytest.approx(table.k[0], rel=1e-6)  # the sum-only runs count

@@ -163,7 +163,7 @@ def test_the_dry_run_draws_each_block_its_records_and_wires_each_job_to_its_bloc
     draws = sorted(job["shell"] for job in jobs if job["rule"] == "synthetic_sequences")
     assert len(draws) == 5
     for block, shell in enumerate(draws):
-        assert f"--out-dir {tmp_path}/data/ref{block} --seed {block + 1} " in shell and "per-block" not in shell
+        assert f"--out-dir {tmp_path}/data/ref{block} " in shell and f" --seed {block + 1} " in shell and "per-block" not in shell
     for job in jobs:
         if job["rule"] in ("train_zfree", "train_run"):
             block = next(part for part in job["output"][0].split("/") if part.startswith("ref"))

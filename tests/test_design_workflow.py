@@ -32,10 +32,11 @@ from test_workflow import ROOT, SNAKEMAKE, snakemake
 
 from core.disentanglement.artifacts import sha256_json
 from experiments.synthetic_sequences.analysis.records.metrics_files import write_metrics
+from experiments.synthetic_sequences.planning.pilot_command import SLURM, PilotCommand
 from experiments.synthetic_sequences.planning.results_lock import identity
 from experiments.synthetic_sequences.run_layout import GridError, metrics_path
 from experiments.synthetic_sequences.sequential.design import DesignError
-from experiments.synthetic_sequences.sequential.stage import check_design_packing
+from experiments.synthetic_sequences.sequential.stage import TRAIN_GROUP, check_design_packing
 
 SETTINGS = {"steps": 10, "eval_every": 5, "eval_prompts_per_code": 2}
 TINY = {
@@ -319,21 +320,29 @@ def test_a_look_that_can_decide_nothing_is_refused_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def test_packed_group_jobs_are_refused_under_a_design_before_any_job(tmp_path):
-    """A design's looks are checkpoints, after which snakemake 9 packs group jobs again and submits a chunk twice."""
+def test_a_profile_that_packs_a_designs_training_jobs_is_refused_before_any_job(tmp_path):
+    """A design's looks are checkpoints, after which snakemake 9 packs group jobs again and submits a chunk twice. The
+    shipped profile packs group `train`, which a design's training rule is not in; a profile that puts train_run in a
+    group of its own is refused, with the shipped profile's command for this pilot."""
     path = design_config(tmp_path, LOOKS, SPENDING, PER_JOB)
-    packed = ("--cores", "1", "--group-components", "train=2")
-    refused = snakemake(*packed, "--configfile", str(path), "--config", f"results={tmp_path / 'results'}")
+    settings = f"results={tmp_path / 'results'}"
+    packed = ("--cores", "1", "--groups", "train_run=mine", "--group-components", "mine=2")
+    refused = snakemake(*packed, "--configfile", str(path), "--config", settings)
     assert refused.returncode != 0
-    assert "group-components train=2: a sequential design" in lines(refused) and "Pass --group-components train=1" in lines(refused)
+    line = next(line for line in lines(refused).splitlines() if "group-components mine=2:" in line)
+    assert "your profile packs train_run (groups: train_run=mine), and a sequential design (design.kind: sequential)" in line
+    assert line.endswith(PilotCommand((str(path),), (settings,)).command(runner=SLURM))
     assert not (tmp_path / "results").exists()
 
 
-def test_the_packing_check_names_every_packed_group_and_passes_unpacked_ones():
-    check_design_packing({})
-    check_design_packing({"train": 1})
-    with pytest.raises(GridError, match=r"group-components other=3 train=2: .* Pass --group-components other=1 train=1;"):
-        check_design_packing({"train": 2, "other": 3, "lone": 1})
+def test_the_packing_check_refuses_only_a_group_of_train_run_packed_over_one():
+    check_design_packing("curve", {}, {TRAIN_GROUP: 2})  # the shipped profile: the design's training rule has no group
+    check_design_packing("curve", {"train_run": "mine"}, {"mine": 1})
+    check_design_packing("curve", {"other_rule": "mine"}, {"mine": 4})
+    with pytest.raises(
+        GridError, match=r"^group-components mine=3: .* a curve design \(design.kind: curve\) .* snakemake --profile slurm$"
+    ):
+        check_design_packing("curve", {"train_run": "mine"}, {"mine": 3})
 
 
 def test_a_results_folder_another_live_run_holds_is_refused(two_looks, tmp_path):

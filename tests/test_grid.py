@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from core.disentanglement.cli import cli_arguments, flat_values
 from core.disentanglement.config import AggregationMode
 from experiments.synthetic_sequences.planning.config_docs import merged_config
 from experiments.synthetic_sequences.planning.config_files import read_configs
-from experiments.synthetic_sequences.planning.grid import RunSpec, cli_arguments, expand_grid
+from experiments.synthetic_sequences.planning.grid import RunSpec, expand_grid
 from experiments.synthetic_sequences.planning.pairing import check_pairings
 from experiments.synthetic_sequences.run_layout import GridError, format_alpha, parse_run_key, parse_run_path, run_key
 
@@ -153,16 +154,20 @@ def test_controls_run_only_in_their_own_mode():
 
 @pytest.mark.parametrize("device", ["cpu", "auto", "cuda", "cuda:1", "mps"])
 def test_every_documented_device_passes_the_parse_time_check(device):
-    assert expand_grid(broken(("main", "settings"), {"device": device}))[0].settings["device"] == device
+    (spec, *_) = expand_grid(broken(("main", "settings"), {"device": device}))
+    assert flat_values(spec.train_config())["device"] == device
+    assert ("device" in spec.settings) == (device != "cpu")  # written at its default, it is no flag of the job
 
 
 def test_every_value_reaches_the_shell_as_one_argument():
-    arguments = {"device": "cpu --seed 5", "out_dir": "results with space/x", "tasks": ["sort", "it's"], "hybrid": {"dist": 0.5}}
-    arguments["stop_at_take_up"] = True
+    """...and in the order of the flags' names and of a mapping's keys, however the config orders them."""
+    arguments = {"device": "cpu --seed 5", "out_dir": "results with space/x", "tasks": ["sort", "it's"]}
+    arguments |= {"hybrid": {"tokcc": 0.5, "dist": 0.25}, "stop_at_take_up": True}
     assert shlex.split(cli_arguments(arguments)) == [
-        *("--device", "cpu --seed 5", "--out-dir", "results with space/x"),
-        *("--tasks", "sort", "it's", "--hybrid", "dist=0.5", "--stop-at-take-up", "true"),
+        *("--device", "cpu --seed 5", "--hybrid", "dist=0.25,tokcc=0.5", "--out-dir", "results with space/x"),
+        *("--stop-at-take-up", "true", "--tasks", "sort", "it's"),
     ]
+    assert cli_arguments(dict(reversed(arguments.items()))) == cli_arguments(arguments)
 
 
 def test_a_top_level_seed_count_or_list_reaches_every_family_that_sets_none():

@@ -8,6 +8,8 @@ import pytest
 import yaml
 from snakemake.utils import update_config
 
+from core.disentanglement.cli import cli_arguments
+from experiments.synthetic_sequences.planning.data_draws import DEFAULT_TASKS
 from experiments.synthetic_sequences.planning.plan import Plan, WorkflowFiles
 from experiments.synthetic_sequences.planning.plan_tables import PLOTS
 from experiments.synthetic_sequences.run_layout import GridError, parse_run_path
@@ -66,20 +68,26 @@ def load_files(tmp_path, paths: list[str], settings=None, results="results") -> 
     return Plan.load(config, WorkflowFiles(files, files[1:], settings, SCHEMA, executes=False))
 
 
+def flag_values(flags: str) -> dict[str, list[str]]:
+    """{--flag: its values} of a job's flags, in any order."""
+    values: dict[str, list[str]] = {}
+    for word in shlex.split(flags):
+        if word.startswith("--"):
+            current = values.setdefault(word, [])
+        else:
+            current.append(word)
+    return values
+
+
 def test_the_default_pilot_plans_its_grid_chunks_and_inputs(tmp_path):
     plan = load(tmp_path)
     assert len(plan.grid) == 40 and len(plan.chunks) == 20  # 4 arms x 5 blocks x 2 seeds, chunks of up to 4 seeds
     results = plan.config["results"]
     chunk = Wildcards(family="discrete", reference="3", term="raw", mode="sum", alpha="0", at_beta="", chunk="0-3")
-    flags = shlex.split(plan.chunk_flags(chunk))
-    seeds, folders = flags.index("--seed"), flags.index("--run-dir")
-    assert flags[seeds:folders] == ["--seed", str(3 * 2**20), str(3 * 2**20 + 1)]  # grid.training_seed: block 3's seeds 0 and 1
-    assert flags[folders:] == [
-        "--run-dir",
-        f"{results}/runs/discrete/ref3/raw_sum_0/seed0",
-        f"{results}/runs/discrete/ref3/raw_sum_0/seed1",
-    ]
-    settings = dict(zip(flags[:seeds:2], flags[1:seeds:2], strict=True))  # every setting before them is one --flag value
+    flags = flag_values(plan.chunk_flags(chunk))
+    assert flags["--seed"] == [str(3 * 2**20), str(3 * 2**20 + 1)]  # grid.training_seed: block 3's seeds 0 and 1
+    assert flags["--run-dir"] == [f"{results}/runs/discrete/ref3/raw_sum_0/seed0", f"{results}/runs/discrete/ref3/raw_sum_0/seed1"]
+    settings = {flag: value for flag, (value, *more) in flags.items() if not more}  # every other setting is one value
     assert settings["--reconstruction-loss-token-aggregation-mode"] == "sum" and settings["--reconstruction-term"] == "raw"
     assert settings["--zfree-seed"] == "3" and settings["--init-decoder"] == f"{results}/zfree/ref3/model.pt"
     run = Wildcards(family="discrete", reference="3", term="raw", mode="sum", alpha="0", at_beta="", seed="1")
@@ -124,6 +132,59 @@ def test_the_pilots_command_line_reaches_the_jobs_flags(tmp_path):
     plan = load(tmp_path, {"seeds": 3}, settings=["seeds=3"])
     assert plan.pilot_flags() == f"--pilot-configfile {tmp_path}/overlay0.yaml --pilot-config seeds=3"
     assert len(plan.grid) == 60
+
+
+def chunk_fields(chunk: str) -> list[str]:
+    """A chunk path's wildcards (run_layout.CHUNK_TEMPLATE: family/ref<N>/<term>_<mode>_<alpha><at_beta>/seeds<chunk>)."""
+    family, reference, key, name = chunk.split("/")
+    term, mode, alpha, *beta = key.split("_")
+    return [family, reference.removeprefix("ref"), term, mode, alpha, f"_{beta[0]}" if beta else "", name.removeprefix("seeds")]
+
+
+def job_flags(plan: Plan) -> list[str]:
+    """The generator's, the z-free trainer's and every training job's flags of a plan: the params its jobs hold."""
+    block = Wildcards(reference="0")
+    names = ("family", "reference", "term", "mode", "alpha", "at_beta", "chunk")
+    chunks = [Wildcards(zip(names, chunk_fields(path), strict=True)) for path in sorted(plan.chunks)]
+    return [plan.data_flags(block), plan.zfree_flags(block), *(plan.chunk_flags(chunk) for chunk in chunks)]
+
+
+def reversed_mappings(value):
+    """`value` with every mapping's keys in reverse order, all the way down."""
+    if isinstance(value, dict):
+        return {key: reversed_mappings(item) for key, item in reversed(value.items())}
+    return value
+
+
+def plan_of(tmp_path, config: dict, name: str) -> Plan:
+    """The plan of `config` as snakemake would load it from one file (`name`), its results folder tmp_path/results."""
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({**config, "results": str(tmp_path / "results")}, sort_keys=False))
+    loaded = yaml.safe_load(path.read_text())
+    return Plan.load(loaded, WorkflowFiles([str(path)], [], None, SCHEMA, executes=False))
+
+
+def test_settings_written_at_their_default_or_in_another_order_change_no_jobs_flags(tmp_path):
+    """A job's flags are its params: snakemake reruns a job whose params changed, and everything after it. So a config
+    that spells the same pilot otherwise (every mapping's keys in reverse order, a trainer setting and data.tasks
+    written at their defaults) gives every job the flags it had."""
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    respelled = reversed_mappings(config)
+    for spec in respelled["families"].values():
+        spec["settings"] = {"stop_at_take_up": False, "batching": "random", **spec["settings"]}
+    shipped, other = plan_of(tmp_path, config, "shipped.yaml"), plan_of(tmp_path, respelled, "respelled.yaml")
+    assert list(other.config["data"]) != list(shipped.config["data"]) and job_flags(other) == job_flags(shipped)
+    assert not any("--stop-at-take-up" in flags or "--batching" in flags for flags in job_flags(other))
+    unset = {name: value for name, value in config["data"].items() if name != "tasks"}
+    tasks = {order: {**config, "data": {**unset, "tasks": list(order)}} for order in (DEFAULT_TASKS, ("sort", "add", "count"))}
+    assert job_flags(plan_of(tmp_path, tasks[DEFAULT_TASKS], "default.yaml"))[0] == cli_arguments(unset)
+    assert "--tasks sort add count" in job_flags(plan_of(tmp_path, tasks["sort", "add", "count"], "other.yaml"))[0]  # draws otherwise
+
+
+def test_the_plans_default_tasks_are_the_generators():
+    from experiments.synthetic_sequences.generate import SequenceConfig
+
+    assert SequenceConfig().tasks == DEFAULT_TASKS
 
 
 def test_a_chunk_record_whose_run_is_gone_is_refused_on_disk(tmp_path):

@@ -88,6 +88,16 @@ def test_a_lock_whose_process_ended_is_taken_over_with_a_line(tmp_path, sleeper,
     assert f"its run, pid {sleeper.pid} since 2026-12-04T00:00:00+00:00, has ended" in capsys.readouterr().err
 
 
+def test_a_lock_whose_pid_no_system_can_have_is_a_dead_runs_and_taken_over(tmp_path, capsys):
+    """99999999999 is over any pid_t: os.kill raises OverflowError for it, and no process of this host has it."""
+    path = write_lock(tmp_path, pid=99999999999, host=socket.gethostname(), boot_id=boot_id(), process_start=None)
+    acquire(tmp_path)
+    assert (
+        f"results lock: taking over {path}: its run, pid 99999999999 since 2026-12-04T00:00:00+00:00, has ended" in capsys.readouterr().err
+    )
+    assert json.loads(path.read_text())["pid"] == os.getpid()
+
+
 def test_another_hosts_lock_is_believed(tmp_path):
     write_lock(tmp_path, pid=1, host="elsewhere", boot_id=None, process_start=None)
     with pytest.raises(ResultsInUse, match=r"pid 1 on elsewhere.*delete .*\.snakemake-run\.lock"):

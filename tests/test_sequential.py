@@ -169,7 +169,8 @@ def test_a_design_with_a_look_that_can_decide_nothing_is_refused_naming_the_look
 
 def test_the_tables_refuse_looks_whose_runs_are_not_the_grid_records(tmp_path):
     from experiments.synthetic_sequences.planning.bindings import BindingError
-    from experiments.synthetic_sequences.sequential.look_files import check_looks_read, read_looks
+    from experiments.synthetic_sequences.sequential.look_files import read_looks
+    from experiments.synthetic_sequences.sequential.looks import check_looks_read
 
     looks = [{"runs_read": {"a": "1", "b": "2"}}, {"runs_read": {"b": "2", "c": "3"}}]
     check_looks_read(looks, {"runs": {"a": {}, "b": {}, "c": {}}})

@@ -10,6 +10,9 @@ each) are spread over both workers rather than run one after another on one.
 """
 
 import json
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +21,7 @@ import yaml
 from test_workflow import ROOT, snakemake
 
 from core.disentanglement.artifacts import sha256_file
+from experiments.synthetic_sequences.planning.pilot_command import PilotCommand
 
 pytestmark = pytest.mark.slow
 
@@ -154,22 +158,55 @@ class TestCurve:
         assert {f"discrete b={beta:g}" for beta in betas} <= set(takeup.family)
 
 
-@pytest.fixture(scope="class")
-def tiny_curve_design(tmp_path_factory) -> tuple[Path, Path, pd.DataFrame]:
+def tiny_curve_design_files(folder: Path, results: Path) -> PilotCommand:
     """config/curve_design.yaml's discrete dist curve on 1 block a stage x 1 seed, its budget cut to stage 1's 10 runs
-    (5 coarse betas x 2 modes) and one stage of 4, run to its end: its folder, results folder and runs table."""
-    folder = tmp_path_factory.mktemp("curve_design")
+    (5 coarse betas x 2 modes) and one stage of 4, at tiny settings, writing to `results`: the pilot's command line
+    (its two config files in `folder`)."""
     config = yaml.safe_load((ROOT / "config" / "curve_design.yaml").read_text())
     discrete = config["families"]["discrete"]
     discrete["runs"] = [run for run in discrete["runs"] if run["term"] == "dist"]
     del config["families"]["continuous"]
     config["design"] |= {"first_blocks": 1, "stage_blocks": 1, "budget": 14}
     (folder / "curve_design.yaml").write_text(yaml.safe_dump(config))
-    cut = {"references": [101, 102], "seeds": 1, "seeds_per_job": 1, "results": str(folder / "results")}
-    return folder, *run_tiny(str(folder / "curve_design.yaml"), folder, **cut)
+    cut = {"references": [101, 102], "seeds": 1, "seeds_per_job": 1, "results": str(results)}
+    return PilotCommand((str(folder / "curve_design.yaml"), str(tiny_overlay(str(folder / "curve_design.yaml"), folder, **cut))))
+
+
+CURVE_DESIGN_RUNS = 14  # tiny_curve_design_files' runs: 10 in stage 1, 4 in stage 2
+
+
+@pytest.fixture(scope="class")
+def tiny_curve_design(tmp_path_factory) -> tuple[Path, Path, pd.DataFrame]:
+    """The tiny curve design (tiny_curve_design_files) run to its end: its folder, results folder and runs table."""
+    folder = tmp_path_factory.mktemp("curve_design")
+    results = folder / "results"
+    pilot = tiny_curve_design_files(folder, results)
+    run = snakemake(*shlex.split(pilot.command())[1:], timeout=1500)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return folder, results, pd.read_parquet(results / "tables" / "runs.parquet")
+
+
+def copied_design(tiny_curve_design, tmp_path) -> tuple[Path, PilotCommand]:
+    """A copy of the finished tiny curve design (mtimes kept) and its pilot's command line writing to the copy."""
+    _, base, _ = tiny_curve_design
+    results = tmp_path / "results"
+    shutil.copytree(base, results)
+    return results, tiny_curve_design_files(tmp_path, results)
+
+
+def look_seal(results: Path, look: int) -> str:
+    return json.loads((results / "design" / f"look{look}.json").read_text())["sha256"]
+
+
+def design_verdict(results: Path) -> str:
+    return (results / "tables" / "verdict.md").read_text()
 
 
 class TestCurveDesign:
+    """The tiny curve design end to end, and what a user does to a finished one, each on a copy: the pipeline ends
+    well (exit 0, the tables count every run) with the advice it prints followed once, literally, and the verdict byte
+    for byte the unbroken folder's where nothing was meant to change (test_advice.py does the same for the fixed design)."""
+
     def test_the_curve_design_runs_two_stages_whose_second_trains_where_the_first_fit_placed_it(self, tiny_curve_design):
         """Look 1 fits stage 1, stops nothing it cannot (the budget holds another stage) and places stage 2 on block 102;
         look 2 reads all 14 runs and stops the curve at its budget. The betas stage 2 trained are those
@@ -256,6 +293,95 @@ class TestCurveDesign:
         assert compared.returncode == 0 and "4 runs again; 0 take-ups differ" in compared.stdout, compared.stderr
         fits = [line.split("|")[2:] for line in compared.stdout.splitlines() if line.startswith(("| as the design", "| rerun"))]
         assert len(fits) == 2 and fits[0] == fits[1]
+
+    def test_a_look_recomputed_during_a_run_is_the_look_every_later_check_reads(self, tiny_curve_design, tmp_path):
+        """docs/pipeline.md's `--forcerun design_look`: both looks made again in one run, the second after the first,
+        whose new seal every input function then reads (curve_stages.CurveStages.checked_look)."""
+        from test_advice import run
+
+        results, pilot = copied_design(tiny_curve_design, tmp_path)
+        before, seals = design_verdict(results), [look_seal(results, look) for look in (1, 2)]
+        forced = run(shlex.split(pilot.command(flags=["--forcerun", "design_look"])))
+        assert forced.returncode == 0, forced.stderr[-3000:]
+        remade = [look_seal(results, look) for look in (1, 2)]
+        assert all(new != old for new, old in zip(remade, seals, strict=True)) and design_verdict(results) == before
+        assert len(pd.read_parquet(results / "tables" / "runs.parquet")) == CURVE_DESIGN_RUNS
+
+    def test_a_no_op_change_of_the_command_line_reruns_no_look(self, tiny_curve_design, tmp_path):
+        """The look jobs take the pilot's command from the environment (pilot_command.PILOT_VARIABLE), not their
+        params: `--config seeds=1` (the design's own) and back rerun the tables alone, whose suggestions repeat it."""
+        from test_advice import run
+
+        results, pilot = copied_design(tiny_curve_design, tmp_path)
+        before = design_verdict(results)
+        for command in (pilot.command("seeds=1"), pilot.command()):
+            again = run(shlex.split(command))
+            assert again.returncode == 0, again.stderr[-3000:]
+            assert "(Rule: design_look)" not in again.stdout + again.stderr and "(Rule: train_run)" not in again.stdout + again.stderr
+        assert design_verdict(results) == before
+
+    def test_a_deleted_stage_one_run_is_retrained_by_its_advice_and_the_looks_made_again(self, tiny_curve_design, tmp_path):
+        from test_advice import follow, refusal, run
+
+        results, pilot = copied_design(tiny_curve_design, tmp_path)
+        before = design_verdict(results)
+        shutil.rmtree(next((results / "runs" / "discrete" / "ref101").glob("dist_mean_*/seed0")))
+        advice = refusal(run(shlex.split(pilot.command())))
+        assert "1 run(s) are gone or unfinished" in advice
+        followed = follow(advice, pilot)
+        assert followed.returncode == 0, followed.stderr[-3000:]
+        assert design_verdict(results) == before and len(pd.read_parquet(results / "tables" / "runs.parquet")) == CURVE_DESIGN_RUNS
+
+    def test_a_metrics_file_linked_to_another_runs_is_named_and_extracted_again(self, tiny_curve_design, tmp_path):
+        """The link stands for its run's file: read as it is, the look would drop that run and count another twice."""
+        from test_advice import follow, refusal, run
+
+        results, pilot = copied_design(tiny_curve_design, tmp_path)
+        before = design_verdict(results)
+        own, other = sorted((results / "metrics" / "discrete" / "ref101").glob("dist_mean_*/seed0.parquet"))[:2]
+        own.unlink()
+        own.symlink_to(other)
+        advice = refusal(run(shlex.split(pilot.command())))
+        assert advice.startswith(f"{own} is a link (to {other})") and advice.endswith(f"rm {own}; then {pilot.command()}")
+        followed = follow(advice, pilot)
+        assert followed.returncode == 0, followed.stderr[-3000:]
+        assert not own.is_symlink() and design_verdict(results) == before
+
+    def test_a_design_changed_after_its_looks_is_refused_and_its_reset_is_named_in_the_verdict(self, tiny_curve_design, tmp_path):
+        """The design is recorded at its first look (sequential/record.py); another spending is refused even after the
+        looks are deleted, and the reset the refusal offers keeps the earlier design in the record and the verdict."""
+        from test_advice import run
+
+        results, pilot = copied_design(tiny_curve_design, tmp_path)
+        config = yaml.safe_load(Path(pilot.configfiles[0]).read_text())
+        config["design"]["alpha_spending"] = "pocock"
+        Path(pilot.configfiles[0]).write_text(yaml.safe_dump(config))
+        refused = run(shlex.split(pilot.command()))
+        assert refused.returncode != 0
+        line = next(line for line in (refused.stdout + refused.stderr).splitlines() if "design.json: this results folder" in line)
+        assert "obrien-fleming spending" in line and "pocock spending" in line
+        reset = line.partition("To start over under the new design anyway (the verdict names the earlier one): ")[2].partition("; or,")[0]
+        assert reset == f"rm -r {results / 'design'}; then {pilot.command('design_reset=True')}"
+        subprocess.run(reset.partition("; then ")[0], shell=True, check=True)
+        followed = run(shlex.split(reset.partition("; then ")[2]))
+        assert followed.returncode == 0, followed.stderr[-3000:]
+        designs = json.loads((results / "design.json").read_text())["designs"]
+        assert [entry["design"]["alpha_spending"] for entry in designs] == ["obrien-fleming", "pocock"]
+        look1 = json.loads((results / "design" / "look1.json").read_text())
+        assert [entry["design"] for entry in look1["earlier_designs"]] == [designs[0]["design"]]
+        assert "**An earlier design was read first**: a curve design of at most 14 runs per curve" in design_verdict(results)
+
+    def test_the_verdict_ends_with_the_designs_own_next_step_and_lists_every_run(self, tiny_curve_design):
+        """No seeds line (a curve design refuses more seeds): its curve stopped at the budget, which the last line
+        says can only grow in a design of its own; runs.csv holds every run with its stage."""
+        _, results, _ = tiny_curve_design
+        verdict = design_verdict(results)
+        last = verdict.rstrip().splitlines()[-1]
+        assert "seeds=" not in last and last.startswith("discrete dist stopped at the design's budget of 14 runs per curve")
+        assert f"Every run the design read, {CURVE_DESIGN_RUNS} in all" in verdict
+        runs = pd.read_csv(results / "tables" / "runs.csv")
+        assert len(runs) == CURVE_DESIGN_RUNS and sorted(runs.groupby("stage").size().items()) == [(1, 10), (2, 4)]
+        assert set(runs[runs.stage == 2].reference) == {102}
 
 
 class TestPerBlock:

@@ -206,8 +206,9 @@ def test_a_gpu_request_is_allocated_and_the_trainer_falls_back_to_cpu(cluster, t
 
 
 def test_a_sequential_design_runs_its_looks_on_slurm(cluster, tmp_path):
-    """The tiny two-look design of test_design_workflow through the profile: each look's training runs are Slurm
-    jobs, the looks themselves run where snakemake runs (localrules), and the tables read every look's runs."""
+    """The tiny two-look design of test_design_workflow through the shipped profile, as it is: each look's training
+    runs are Slurm jobs, unpacked (a design's training jobs have no group: sequential/stage.check_design_packing), the
+    looks themselves run where snakemake runs (localrules), and the tables read every look's runs."""
     from test_design_workflow import LOOKS, PER_JOB, SPENDING, design_config
 
     config, results = design_config(tmp_path, LOOKS, SPENDING, PER_JOB), tmp_path / "results"
@@ -216,7 +217,6 @@ def test_a_sequential_design_runs_its_looks_on_slurm(cluster, tmp_path):
     command = [
         *(sys.executable, "-m", "snakemake", "--profile", "slurm"),
         *("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"),
-        *("--group-components", "train=1"),  # a design's checkpoints break packing (sequential/stage.check_design_packing)
         *("--configfile", str(config), "--config", f"results={results}"),
     ]
     run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
@@ -228,3 +228,33 @@ def test_a_sequential_design_runs_its_looks_on_slurm(cluster, tmp_path):
     packs = [job for job in jobs if not job["Comment"].startswith(ZFREE_JOB)]
     trained = sorted(tuple(run.values()) for job in packs if job["State"] == "COMPLETED" for run in runs_of(job, grid_runs(results)))
     assert len(trained) == len(set(trained)) == 24, "every run of both looks trained once, in a Slurm job"
+
+
+def test_a_curve_design_runs_its_looks_on_slurm_with_the_shipped_profile(cluster, tmp_path):
+    """The tiny two-look curve design of test_shipped_configs through `snakemake --profile slurm` as shipped (its
+    group-components packs the fixed design's training jobs): stage 1's 10 runs and the 4 that look 1 placed each train
+    once, in a Slurm job of one chunk, the looks run where snakemake runs, and the tables count all 14 runs."""
+    from test_shipped_configs import CURVE_DESIGN_RUNS, tiny_curve_design_files
+
+    results = tmp_path / "results"
+    pilot = tiny_curve_design_files(tmp_path, results)
+    first = next_job_id()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    command = [
+        *(sys.executable, "-m", "snakemake", "--profile", "slurm"),
+        *("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5"),
+        *("--configfile", *pilot.configfiles),
+    ]
+    started = time.monotonic()
+    run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert len(json.loads((results / "design" / "look2.json").read_text())["runs_read"]) == CURVE_DESIGN_RUNS
+    assert len(pd.read_parquet(results / "tables" / "runs.parquet")) == CURVE_DESIGN_RUNS
+    jobs = sacct_jobs(first)
+    assert not any("design_look" in job["Comment"] for job in jobs), "the looks run where snakemake runs"
+    packs = [job for job in jobs if not job["Comment"].startswith(ZFREE_JOB)]
+    grid = grid_runs(results)
+    assert all(len(runs_of(job, grid)) == 1 for job in packs), [runs_of(job, grid) for job in packs]
+    trained = sorted(tuple(run.values()) for job in packs if job["State"] == "COMPLETED" for run in runs_of(job, grid))
+    assert len(trained) == len(set(trained)) == CURVE_DESIGN_RUNS, "every run of both stages trained once, in a Slurm job"
+    print(f"curve design on Slurm: {time.monotonic() - started:.0f} s, {len(jobs)} Slurm jobs")

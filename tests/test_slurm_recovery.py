@@ -47,7 +47,7 @@ def dry_run_train_jobs(configfile, folder):
     jobs, rule = [], None
     for line in run.stdout.splitlines():
         stripped = line.strip()
-        if line.startswith(("rule ", "localrule ")):
+        if stripped.startswith(("rule ", "localrule ")):  # a training job is a member of group job `train` (indented)
             rule = stripped.split()[-1].rstrip(":")
         elif stripped.startswith("wildcards:") and rule == "train_run":
             values = dict(item.strip().split("=", 1) for item in stripped.split(":", 1)[1].split(", "))

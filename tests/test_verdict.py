@@ -285,7 +285,7 @@ def test_the_reread_warning_offers_a_way_that_fits_the_pilot():
     own = reread_warning(PilotCommand(("config/per_block.yaml",)), beta_axis=False)
     assert own.endswith("give this pilot a sequential design (config/sequential.yaml's `design:` block, in a results folder of its own).")
     curve = reread_warning(PilotCommand(("config/curve.yaml",)), beta_axis=True)
-    assert "a sequential design does not take a beta axis" in curve and "snakemake" not in curve
+    assert "on a beta axis a curve design holds it (config/curve_design.yaml's `design:` block" in curve and "snakemake" not in curve
 
 
 def test_a_seed_that_rose_and_fell_back_and_arms_under_other_numerics_are_named():

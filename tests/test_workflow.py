@@ -60,7 +60,7 @@ def dry_run_jobs(*args):
     jobs, current = [], None
     for line in run.stdout.splitlines():
         stripped = line.strip()
-        if line.startswith("rule ") or line.startswith("localrule "):
+        if stripped.startswith(("rule ", "localrule ")):  # a training job is a member of group job `train` (indented)
             current = {"rule": stripped.split()[-1].rstrip(":"), "input": [], "output": [], "shell": ""}
             jobs.append(current)
         elif current is not None and stripped.startswith(("input:", "output:")):
@@ -112,7 +112,7 @@ def test_dry_run_wires_every_job_to_the_artifacts_of_its_own_reference_block(tmp
             assert [path for path in job["input"] if "/reference/" in path] == [f"{tmp_path}/reference/{block}/{mode}.json"]
             # the trainer seeds of a chunk (both of the arm's seeds here): its block's z-free seed in the high word, then the seed
             seeds = " ".join(str((int(block[3:]) << 20) + seed) for seed in (0, 1))
-            assert f"--seed {seeds} --run-dir" in job["shell"], job["shell"]
+            assert f"--seed {seeds} --" in job["shell"], job["shell"]  # both seeds, and only they, follow the flag
             assert f"--zfree-seed {int(block[3:])} " in job["shell"]
             assert f"--reconstruction-loss-token-aggregation-mode {mode} " in job["shell"]  # the mode, explicit
     assert set(block_of["train_zfree"].values()) == {"ref3", "ref5"} and len(block_of["train_zfree"]) == 2
@@ -254,6 +254,29 @@ def test_default_pilot_produces_every_table_and_plot(pipeline):
     zfree = json.loads((pipeline / "zfree" / "ref0" / "model.json").read_text())
     assert zfree["val_nll_per_token"] < 0.5 * zfree["uniform_nll_per_token"]
     assert (pipeline / "benchmarks" / "train_zfree" / "ref0.tsv").is_file()
+
+
+def planned_rules(run) -> dict[str, int]:
+    """{rule: jobs} a dry run plans (its job stats table)."""
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    table = run.stdout.partition("Job stats:")[2].partition("total")[0]
+    return {words[0]: int(words[1]) for words in map(str.split, table.splitlines()[3:]) if len(words) >= 2 and words[1].isdigit()}
+
+
+@pytest.mark.slow
+def test_settings_written_at_their_default_replan_no_job_on_the_default_pilot(pipeline, tmp_path):
+    """Writing out a trainer setting at its default (stop_at_take_up: false, batching: random) in every family adds
+    nothing to any job's params (grid.beyond_defaults), so snakemake reruns nothing for it: the dry run plans what a
+    config file that sets nothing plans (the tables, which repeat the pilot's command line, and what reads them)."""
+    families = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["families"]
+    written = {name: {"settings": {"stop_at_take_up": False, "batching": "random"}} for name, spec in families.items() if spec}
+    (tmp_path / "empty.yaml").write_text(yaml.safe_dump({}))
+    (tmp_path / "defaults.yaml").write_text(yaml.safe_dump({"families": written}))
+    plans = {
+        name: planned_rules(snakemake("-n", "--configfile", str(tmp_path / name), "--config", f"results={pipeline}", PILOT_BLOCKS))
+        for name in ("empty.yaml", "defaults.yaml")
+    }
+    assert plans["defaults.yaml"] == plans["empty.yaml"] and set(plans["empty.yaml"]) <= {"aggregate_tables", "plots", "all"}
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, Field, field, fields
@@ -151,3 +152,25 @@ def refusals_exit(*refusals: type[Exception]) -> Iterator[None]:
         sys.exit(f"error: {err.filename + ': ' if err.filename else ''}{err.strerror or err}")
     except (ValueError, *refusals) as err:
         sys.exit(f"error: {err}")
+
+
+def cli_arguments(arguments: Mapping) -> str:
+    """{'num_codes': 4, 'hybrid_coefficients': {'tokcc': 0.5}, 'tasks': ['sort', 'count']}
+    -> '--num-codes 4 --hybrid-coefficients tokcc=0.5 --tasks sort count'.
+
+    Every value is shell-quoted: a config value is one argument, never more flags (`device: "cpu --seed 5"`). The flags,
+    and a mapping's pairs, come in the order of their names, not of the config's spelling: a job's command is its
+    params, and a config whose keys are written in another order reruns nothing.
+    """
+    parts = []
+    for name, value in sorted(arguments.items()):
+        if isinstance(value, Mapping):
+            values = [format_pairs(dict(sorted(value.items())))]
+        elif isinstance(value, list | tuple):
+            values = [str(item) for item in value]
+        elif isinstance(value, bool):
+            values = [str(value).lower()]  # core.disentanglement.cli.parse_bool's words
+        else:
+            values = [str(value)]
+        parts.append(" ".join([f"--{name.replace('_', '-')}", *map(shlex.quote, values)]))
+    return " ".join(parts)

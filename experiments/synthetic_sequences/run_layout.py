@@ -266,3 +266,9 @@ def read_chunk_record(path: str | Path, advice: str) -> dict:
     if sorted(record["runs"]) != sorted(map(str, record["seeds"])):
         raise GridError(f"{path}: its runs {sorted(record['runs'])} are not its seeds {record['seeds']}; {advice}")
     return record
+
+
+def misplaced_metrics(runs_held: Mapping[str | Path, str]) -> list[str | Path]:
+    """The metrics files, of {metrics file: the run its content names}, whose path names another run (METRICS_TEMPLATE
+    ends in the run): a link to, or a copy of, another run's file."""
+    return [path for path, run in runs_held.items() if not Path(path).with_suffix("").as_posix().endswith(run)]

@@ -42,6 +42,7 @@ from experiments.synthetic_sequences.analysis.records.metrics_files import (
     check_extracted,
     hybrid_mixes,
     read_metrics,
+    row_run_path,
     runs_table,
 )
 from experiments.synthetic_sequences.analysis.records.run_files import read_json
@@ -73,7 +74,8 @@ from experiments.synthetic_sequences.planning.grid import parse_control_of
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
 from experiments.synthetic_sequences.sequential.curve_design import CURVE
 from experiments.synthetic_sequences.sequential.curve_looks import curve_stops, is_curve_look, read_curve_looks
-from experiments.synthetic_sequences.sequential.look_files import check_looks_read, read_looks
+from experiments.synthetic_sequences.sequential.look_files import read_looks
+from experiments.synthetic_sequences.sequential.looks import check_looks_read, run_stages
 from experiments.synthetic_sequences.splits import SPLITS
 
 
@@ -195,6 +197,10 @@ def aggregate(
     curve_looks = [look for look in looks if look["design"].get("kind") == CURVE]  # the curves' section reads them
     looks = [look for look in looks if look["design"].get("kind") != CURVE]
     tables["cross_term"] = cross_term_table(tables["verdict"], arm_runs, contrasts, arm_controls, looks, mixes)
+    if curve_looks:  # each run's stage, so that the runs table alone refits every look (curve_looks.run_stages)
+        stages = run_stages(curve_looks)
+        tables["runs"] = staged = runs.copy()
+        staged.insert(runs.columns.get_loc("seed") + 1, "stage", [stages[row_run_path(row)] for row in runs.to_dict("records")])
     if has_axis(runs):
         tables["beta_curves"] = shift_table(runs, mean_tokens(draws), curve_stops(curve_looks))
         tables["beta_curve_cells"] = cells_table(runs)

@@ -18,12 +18,13 @@ No pandas or torch here: the Snakefile imports this module at parse time.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
-from experiments.synthetic_sequences.planning.chunks import chunk_records_holding
+from experiments.synthetic_sequences.planning.chunks import retrain_advice
 from experiments.synthetic_sequences.planning.data_draws import RECORD_INPUTS, data_artifact
 from experiments.synthetic_sequences.planning.grid import training_seed
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand
@@ -31,8 +32,8 @@ from experiments.synthetic_sequences.planning.record_shape import read_record
 from experiments.synthetic_sequences.run_layout import (
     REFERENCE_ARTIFACTS,
     REFERENCE_TEMPLATE,
+    misplaced_metrics,
     parse_run_path,
-    run_directory,
     run_path,
 )
 from experiments.synthetic_sequences.training.settings import INPUT_PATHS
@@ -47,7 +48,6 @@ RUN_FIELD_SCHEMAS = {  # what each can be, as a run path spells it (run_layout.p
     "alpha": {"type": "number", "minimum": 0},
     "beta": {"type": "number", "exclusiveMinimum": 0},
 }
-TRAIN_RULE = "train_run"  # the rule that trains a chunk of runs (rules/train.smk)
 BLOCK_INPUTS = ("train_scores", "val_scores")  # each block's own, as are its reference_<mode> and init_decoder
 GRID_FOLDER = "grid"  # under the results folder: one record per grid, named by its content (grid_file)
 GRID_SCHEMA = {  # grid_document's record
@@ -64,15 +64,6 @@ GRID_SCHEMA = {  # grid_document's record
         }
     },
 }
-
-
-def retrain_advice(entries: list[str], results: str, pilot: PilotCommand) -> str:
-    """How to retrain the runs named at the start of each entry ('family/key/seedN (why)'): their chunks forced
-    (chunks.chunk_records_holding), since snakemake takes a chunk's record for its work; the trainer retrains each
-    seed that is not finished with the current settings and inputs, and keeps the others. Runs without a chunk record
-    on disk (copied in by hand) are retrained by forcing every training job."""
-    records = sorted({str(path) for entry in entries for path in chunk_records_holding(run_directory(results, entry.split(" ")[0]))})
-    return f"Retrain them: {pilot.command(flags=['--forcerun', *(records or [TRAIN_RULE])])}"
 
 
 class BindingError(ValueError):
@@ -171,8 +162,20 @@ def setting_differences(got: Mapping, want: Mapping) -> list[str]:
     ]
 
 
+def check_placed(records: Mapping[str, list[dict]], pilot: PilotCommand = DEFAULT_PILOT) -> None:
+    """Refuse metrics files that hold another run than their path names (run_layout.misplaced_metrics), with the
+    command that extracts them again: read as they are, their own runs would be missing and others count twice."""
+    if misplaced := misplaced_metrics({path: held[0]["run"] for path, held in records.items() if len(held) == 1}):
+        raise BindingError(
+            f"{misplaced[0]} holds run {records[misplaced[0]][0]['run']}, not the run its path names ({len(misplaced)} such "
+            f"file(s)): a link to or a copy of another run's metrics file. Extract them again from their own runs: rm "
+            f"{shlex.join(map(str, misplaced))}; then {pilot.command()}"
+        )
+
+
 def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results: str, pilot: PilotCommand = DEFAULT_PILOT) -> None:
     """records: {metrics file: [its run record, one per run it holds]}. Refuses what the module docstring lists."""
+    check_placed(records, pilot)
     seen: dict[str, str] = {}
     problems: list[str] = []
     stale: list[str] = []
@@ -182,8 +185,6 @@ def check_against_grid(records: Mapping[str, list[dict]], grid: Mapping, results
             continue
         record = held[0]
         run = record["run"]
-        if not Path(path).with_suffix("").as_posix().endswith(run):
-            problems.append(f"{path} holds run {run}: its content disagrees with its path")
         if run in seen:
             problems.append(f"run {run} has two metrics files: {seen[run]} and {path}")
         seen[run] = path

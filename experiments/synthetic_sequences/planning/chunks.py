@@ -27,6 +27,7 @@ from experiments.synthetic_sequences.run_layout import (
     run_directory,
 )
 
+TRAIN_RULE = "train_run"  # the rule that trains a chunk of runs (rules/train.smk)
 CHUNK_PATTERN = r"[0-9]+-[0-9]+"
 CHUNK_NAME = re.compile(f"^({CHUNK_PATTERN})$")
 
@@ -65,6 +66,15 @@ def chunk_records_holding(run_dir: str | Path) -> list[Path]:
         for path in run_dir.parent.glob(f"{prefix}*.json")
         if CHUNK_NAME.match(name := path.stem.removeprefix(prefix)) and seed in chunk_seed_range(name)
     )
+
+
+def retrain_advice(entries: list[str], results: str, pilot: PilotCommand) -> str:
+    """How to retrain the runs named at the start of each entry ('family/key/seedN (why)'): their chunks forced
+    (chunk_records_holding), since snakemake takes a chunk's record for its work; the trainer retrains each
+    seed that is not finished with the current settings and inputs, and keeps the others. Runs without a chunk record
+    on disk (copied in by hand) are retrained by forcing every training job."""
+    records = sorted({str(path) for entry in entries for path in chunk_records_holding(run_directory(results, entry.split(" ")[0]))})
+    return f"Retrain them: {pilot.command(flags=['--forcerun', *(records or [TRAIN_RULE])])}"
 
 
 def check_chunks_trained(results: str, chunks: Mapping[str, list[RunSpec]], pilot: PilotCommand) -> None:

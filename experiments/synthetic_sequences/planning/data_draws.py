@@ -139,10 +139,15 @@ def read_summary(path: str | Path, advice: str) -> dict:
     return summary
 
 
+DEFAULT_TASKS = ("add", "sort", "count")  # generate.SequenceConfig's tasks where data.tasks is not set (a test holds them equal)
+
+
 def draw_settings(data: Mapping, per_block: bool, reference: int) -> dict:
     """The generator's settings of one draw from the config's data section: block `reference`'s own seed where each block
     draws its own."""
     settings = {name: value for name, value in data.items() if name != "per_block"}
+    if list(settings.get("tasks", ())) == list(DEFAULT_TASKS):  # written at its default: the same draw, the same job
+        del settings["tasks"]
     if per_block:
         settings["seed"] = block_data_seed(settings["seed"], reference)
     return settings

@@ -29,14 +29,14 @@ a block and pooled across blocks.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
-import shlex
 from argparse import ArgumentTypeError
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.disentanglement.cli import format_pairs, parse_pairs
+from core.disentanglement.cli import parse_pairs
 from core.disentanglement.config import OPTIMISABLE_TERMS, AggregationMode, check_aggregation_mode, parse_aggregation_mode
 from experiments.synthetic_sequences.arms import CONTROL_MODE, NO_CONTROL
 from experiments.synthetic_sequences.run_layout import GridError, chunk_name, chunk_path, run_key, run_path
@@ -144,26 +144,6 @@ class RunSpec:
         return TrainConfig.from_flat({**paths, "seed": training_seed(self.block, self.seed), **self.trainer_settings()})
 
 
-def cli_arguments(arguments: Mapping) -> str:
-    """{'num_codes': 4, 'hybrid_coefficients': {'tokcc': 0.5}, 'tasks': ['sort', 'count']}
-    -> '--num-codes 4 --hybrid-coefficients tokcc=0.5 --tasks sort count'.
-
-    Every value is shell-quoted: a config value is one argument, never more flags (`device: "cpu --seed 5"`).
-    """
-    parts = []
-    for name, value in arguments.items():
-        if isinstance(value, Mapping):
-            values = [format_pairs(value)]
-        elif isinstance(value, list | tuple):
-            values = [str(item) for item in value]
-        elif isinstance(value, bool):
-            values = [str(value).lower()]  # core.disentanglement.cli.parse_bool's words
-        else:
-            values = [str(value)]
-        parts.append(" ".join([f"--{name.replace('_', '-')}", *map(shlex.quote, values)]))
-    return " ".join(parts)
-
-
 def resolve_seeds(seeds: int | Sequence[int] | None, where: str, what: str = "seed") -> list[int]:
     """A count N (0..N-1) or a list of seeds, checked: at least one, none repeated, each fitting its word."""
     if seeds is None:
@@ -208,6 +188,16 @@ def check_family(families: Mapping[str, Mapping], family: str) -> None:
         raise GridError(f"{where}.settings: {unknown} are not trainer settings; allowed: {', '.join(SETTABLE_FIELDS)}")
 
 
+def beyond_defaults(spec: RunSpec, config: TrainConfig) -> dict:
+    """A run's family settings less those written at their default (the config they give is the same without them):
+    a setting spelled out at its default changes no job's command, so it reruns nothing."""
+    return {
+        name: value
+        for name, value in spec.settings.items()
+        if dataclasses.replace(spec, settings={k: v for k, v in spec.settings.items() if k != name}).train_config() != config
+    }
+
+
 def run_betas(spec: Mapping, run: Mapping) -> tuple[list[float], bool]:
     """A run entry's betas and whether they are a beta axis: its own `beta` or `betas` where it sets one (each term at
     its own operating point), else its family's; one beta (1 where none is set) is no axis."""
@@ -235,6 +225,7 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int], blocks: Sequen
             if controls in CONTROL_MODE and mode != CONTROL_MODE[controls]:
                 raise GridError(f"{where}.modes: a {controls!r} control family runs mode {CONTROL_MODE[controls]!r} only, got {mode!r}")
             betas, beta_axis = run_betas(spec, run)
+            settings = None  # the family's settings that its runs' configs need: those not at their default
             for beta, block, seed in itertools.product(betas, blocks, seeds):
                 run_spec = RunSpec(
                     family=family,
@@ -248,13 +239,17 @@ def family_runs(family: str, spec: Mapping, seeds: Sequence[int], blocks: Sequen
                     controls=controls,
                     warm_start=bool(spec.get("warm_start", False)),
                     beta_axis=beta_axis,
-                    settings=dict(spec.get("settings", {})),
+                    settings=dict(spec.get("settings", {})) if settings is None else settings,
                     hybrid=dict(spec.get("hybrid", {})),
                 )
                 try:
-                    run_spec.train_config()  # the one validation of every setting, alpha on its term included
+                    config = run_spec.train_config()  # the one validation of every setting, alpha on its term included
                 except (TypeError, ValueError) as err:
                     raise GridError(f"families.{family}: {err} (in runs[{i}])") from err
+                if settings is None:
+                    settings = beyond_defaults(run_spec, config)
+                    run_spec = dataclasses.replace(run_spec, settings=settings)
+
                 yield where, run_spec
 
 

@@ -5,17 +5,25 @@ default, into results/) instead of extending this one.
 Snakemake keeps only the last of repeated `--configfile` flags and of repeated `--config` flags (each takes several
 values after one flag), so the command gives every config file after one `--configfile` and every setting after
 one `--config`. Torch- and pandas-free: the Snakefile builds it at parse time.
+
+A job whose output must not change with the command line (a design's look: what it decides is its params) takes the
+command from the environment instead of its flags: the Snakefile sets PILOT_VARIABLE in its main process, which the
+local jobs inherit, so a changed or reordered command line reruns no look.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 SEEDS_SETTING = "seeds="
+LOCAL = ("--cores", "2")  # how the pipeline's printed commands run snakemake: here, on 2 cores
+SLURM = ("--profile", "slurm")  # or with the shipped Slurm profile (slurm/config.yaml)
+PILOT_VARIABLE = "SYNTHETIC_SEQUENCES_PILOT"  # the pilot's flags (PilotCommand.flags), for the jobs that take it there
 
 
 @dataclass(frozen=True)
@@ -34,12 +42,13 @@ class PilotCommand:
         shown = tuple(str(path.relative_to(here)) if path.is_relative_to(here) else str(path) for path in resolved)
         return cls(shown, tuple(settings or ()))
 
-    def command(self, *settings: str, targets: Sequence[str] = (), flags: Sequence[str] = ()) -> str:
+    def command(self, *settings: str, targets: Sequence[str] = (), flags: Sequence[str] = (), runner: Sequence[str] = LOCAL) -> str:
         """`snakemake --cores 2 [targets] [flags] --configfile FILE... --config SETTING...`: this pilot's command line,
-        with `settings` given after its own (a setting given again replaces the pilot's own of the same key)."""
+        with `settings` given after its own (a setting given again replaces the pilot's own of the same key); `runner`
+        in place of `--cores 2` (SLURM: the shipped Slurm profile)."""
         keys = {setting.partition("=")[0] for setting in settings}
         kept = [setting for setting in self.settings if setting.partition("=")[0] not in keys]
-        words = ["snakemake", "--cores", "2", *targets, *flags]
+        words = ["snakemake", *runner, *targets, *flags]
         if self.configfiles:
             words += ["--configfile", *self.configfiles]
         if kept or settings:
@@ -48,8 +57,18 @@ class PilotCommand:
 
     @classmethod
     def of_flags(cls, args: argparse.Namespace) -> PilotCommand:
-        """From a job's --pilot-configfile / --pilot-config flags (add_pilot_flags)."""
-        return cls(tuple(args.pilot_configfile), tuple(args.pilot_config))
+        """From a job's --pilot-configfile / --pilot-config flags (add_pilot_flags); a job given neither takes the
+        command from PILOT_VARIABLE, where the workflow's main process put it (the default pilot's where it is unset)."""
+        if args.pilot_configfile or args.pilot_config:
+            return cls(tuple(args.pilot_configfile), tuple(args.pilot_config))
+        parser = argparse.ArgumentParser()
+        add_pilot_flags(parser)
+        exported = parser.parse_args(shlex.split(os.environ.get(PILOT_VARIABLE, "")))
+        return cls(tuple(exported.pilot_configfile), tuple(exported.pilot_config))
+
+    def environment(self) -> dict[str, str]:
+        """{PILOT_VARIABLE: the flags}: set in the workflow's main process, it reaches the jobs that run there."""
+        return {PILOT_VARIABLE: self.flags()}
 
     def flags(self) -> str:
         """The --pilot-configfile / --pilot-config flags, shell-quoted, that carry this command into the jobs that

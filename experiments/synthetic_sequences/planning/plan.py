@@ -6,7 +6,8 @@ Plan.load runs every config check once, in order (config_files.check_loaded), th
 and the sequential design's looks (sequential/stage.Looks), or a curve design's stages (sequential/curve_stages.py).
 Each stage's rules call its methods: paths (a rule's output or input pattern), input functions and params (wildcards
 -> paths or flags). Nothing here reads a global: what snakemake knows of the command line comes in as WorkflowFiles,
-and a look's checkpoint as a callable. No torch or pandas."""
+and a look's checkpoint as a callable (await_look(look): wait for its job; await_look(look, again=True): its file on disk
+is stale, wait for its job to make it again). No torch or pandas."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from core.disentanglement.cli import cli_arguments
 from experiments.synthetic_sequences.planning.bindings import (
     grid_document,
     grid_file,
@@ -31,7 +33,6 @@ from experiments.synthetic_sequences.planning.data_draws import (
 from experiments.synthetic_sequences.planning.endpoints import declared_primary
 from experiments.synthetic_sequences.planning.grid import (
     blocks_used,
-    cli_arguments,
     expand_grid,
     modes_used,
     resolve_blocks,
@@ -49,7 +50,7 @@ from experiments.synthetic_sequences.run_layout import (
     run_directory,
 )
 from experiments.synthetic_sequences.sequential.curve_design import CURVE, curve_design_of
-from experiments.synthetic_sequences.sequential.stage import Looks
+from experiments.synthetic_sequences.sequential.stage import TRAIN_GROUP, Looks
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class WorkflowFiles:
 class Plan(TablesStage):
     """The grid, its chunks and the design of one validated config, and every path, input and flag the rules ask."""
 
-    def __init__(self, config: dict, pilot: PilotCommand, await_look: Callable[[int], object] | None = None):
+    def __init__(self, config: dict, pilot: PilotCommand, await_look: Callable[..., object] | None = None):
         """The plan of a config that passed check_loaded and check_cross_fields: its grid (each family checked as it
         expands, each control against its main family), its chunks, its grid record and its design."""
         self.config, self.pilot = config, pilot
@@ -93,13 +94,13 @@ class Plan(TablesStage):
 
             self.looks = CurveStages.of_config(self, curve, await_look)
 
-    def add_runs(self, specs: list) -> None:
-        """A curve design's later stage: its runs and their chunks join the grid (sequential/curve_stages.py)."""
-        self.grid |= {spec.path: spec for spec in specs}
-        self.chunks |= chunk_grid(specs, self.seeds_per_job())
+    def set_runs(self, specs: list) -> None:
+        """A curve design's runs of every stage placed so far: the grid and its chunks (sequential/curve_stages.py)."""
+        self.grid = {spec.path: spec for spec in specs}
+        self.chunks = chunk_grid(self.grid.values(), self.seeds_per_job())
 
     @classmethod
-    def load(cls, config: dict, files: WorkflowFiles, await_look: Callable[[int], object] | None = None) -> Plan:
+    def load(cls, config: dict, files: WorkflowFiles, await_look: Callable[..., object] | None = None) -> Plan:
         """Every config check, in order, then the plan; refusals name the field, before any job runs. A run that will
         execute jobs first finds its results folder free (results_lock.check_free), before its looks are read."""
         check_loaded(config, files.loaded, files.command_line, files.schema)
@@ -224,6 +225,11 @@ class Plan(TablesStage):
         spec = self.chunk_runs(wildcards)[0]
         return [self.zfree_checkpoint(spec.block)] if spec.warm_start else []
 
+    def train_group(self) -> str | None:
+        """The training jobs' snakemake group, which a profile's group-components packs into Slurm jobs: TRAIN_GROUP
+        under the fixed design, none under a design with looks (sequential/stage.TRAIN_GROUP)."""
+        return TRAIN_GROUP if self.looks is None else None
+
     def train_resource(self, name: str, default):
         return self.config.get("resources", {}).get("train_run", {}).get(name, default)
 
@@ -245,6 +251,7 @@ class Plan(TablesStage):
         design's config block, its control pairs and whether it may follow another design. The rule runs only under a
         sequential or curve design."""
         if self.curve_design():
-            return f"--design {shlex.quote(self.looks.record_flag())} --spans {shlex.quote(self.looks.spans_flag())}"
-        flags = f"--design {shlex.quote(json.dumps(self.config.get('design') or {}))} --control-of={shlex.quote(self.control_pairs())}"
+            flags = f"--design {shlex.quote(self.looks.record_flag())} --spans {shlex.quote(self.looks.spans_flag())}"
+        else:
+            flags = f"--design {shlex.quote(json.dumps(self.config.get('design') or {}))} --control-of={shlex.quote(self.control_pairs())}"
         return flags + (" --design-reset" if self.config.get("design_reset", False) else "")

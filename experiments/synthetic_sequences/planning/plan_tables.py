@@ -177,6 +177,10 @@ class TablesStage:
             raise ValueError(f"look {wildcards.look}: the config's design has 0 looks")
         return self.looks.look_metrics(wildcards)
 
+    def recomputed_metrics(self, wildcards) -> list[str]:
+        """The metrics files look {look} reads to recompute the looks before it (Looks / CurveStages.recomputed_metrics)."""
+        return self.looks.recomputed_metrics(wildcards)
+
     def previous_looks(self, wildcards) -> list[str]:
         """Every look file before look {look}, in order: the look verifies them as a chain."""
         return [self.look_file(look) for look in range(1, int(wildcards.look))]

@@ -75,7 +75,7 @@ def start_from_stat(stat: str) -> int:
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # gone, or a pid no process of any system can have (over pid_t)
         return False
     except PermissionError:  # a live process of another user
         return True

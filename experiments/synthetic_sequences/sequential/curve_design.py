@@ -35,7 +35,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from experiments.synthetic_sequences.sequential.design import SPENT, DesignError, design_record
+from experiments.synthetic_sequences.sequential.design import SPENT, DesignError, describe_design, design_digest, design_record
 
 E12 = (1.0, 1.2, 1.5, 1.8, 2.2, 2.7, 3.3, 3.9, 4.7, 5.6, 6.8, 8.2)
 COARSE_STEP = 3  # stage 1 trains every third beta of the fixed set: 4 per decade, a factor of about 1.8 apart
@@ -177,12 +177,14 @@ def parse_curve_design(block: Mapping, seeds: int) -> CurveDesign:
         raise DesignError(f"design.alpha_spending: {spending!r} is not one of {', '.join(SPENDING_FUNCTIONS)}")
     if placement not in PLACEMENTS:
         raise DesignError(f"design.placement: {placement!r} is not one of {', '.join(PLACEMENTS)}")
+    if not math.isfinite(precision := float(block.get("precision", 1.3))) or precision <= 1:
+        raise DesignError(f"design.precision: {precision!r} is not a factor a curve's interval can lie within; a finite number over 1")
     design = CurveDesign(
         int(block["first_blocks"]),
         int(block["stage_blocks"]),
         seeds,
         int(block["budget"]),
-        float(block.get("precision", 1.3)),
+        precision,
         spending,
         bool(block.get("stop_at_reading", True)),
         placement,
@@ -204,6 +206,19 @@ def stage_blocks(design: CurveDesign, references: Sequence[int], stage: int) -> 
     return list(references[start : design.first_blocks if stage == 1 else start + design.stage_blocks])
 
 
+CURVE_RECORD_SCHEMA = {  # curve_record's fields
+    "type": "object",
+    "required": ["kind", *CurveDesign.__dataclass_fields__],
+    "properties": {
+        "kind": {"const": CURVE},
+        **dict.fromkeys(("first_blocks", "stage_blocks", "seeds", "budget"), {"type": "integer"}),
+        "precision": {"type": "number"},
+        **dict.fromkeys(("alpha_spending", "placement"), {"type": "string"}),
+        "stop_at_reading": {"type": "boolean"},
+    },
+}
+
+
 def curve_record(design: CurveDesign) -> dict:
     """A curve design as a look file records it."""
     return {"kind": CURVE, **asdict(design)}
@@ -212,6 +227,18 @@ def curve_record(design: CurveDesign) -> dict:
 def record_of(design) -> dict:
     """A design as its look files record it: a curve design's, or a contrast design's (sequential/design.py)."""
     return curve_record(design) if isinstance(design, CurveDesign) else design_record(design)
+
+
+def describe_record(record: Mapping) -> str:
+    """A recorded design in words, either kind (the design record's refusal, the verdict's earlier designs)."""
+    if record.get("kind") != CURVE:
+        return describe_design(record)
+    return (
+        f"a curve design of at most {record['budget']} runs per curve, {record['first_blocks']} block(s) in stage 1 and "
+        f"{record['stage_blocks']} in each stage after at {record['seeds']} seed(s), precision {record['precision']:g}, "
+        f"{record['placement']} placement, {record['alpha_spending']} spending"
+        f"{'' if record['stop_at_reading'] else ', not stopping at a reading'} ({design_digest(record)})"
+    )
 
 
 def curve_design_from_record(record: Mapping) -> CurveDesign:

@@ -28,12 +28,16 @@ from pathlib import Path
 
 from core.disentanglement.artifacts import sha256_file, write_json
 from core.disentanglement.cli import refusals_exit
+from experiments.synthetic_sequences.planning.bindings import check_placed
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
 from experiments.synthetic_sequences.run_layout import metrics_path
 from experiments.synthetic_sequences.sequential.curve_design import (
     CURVE,
+    CURVE_RECORD_SCHEMA,
     CurveDesign,
     curve_design_from_record,
+    fixed_beta,
+    fixed_index,
     informative_betas,
     stop_reason,
 )
@@ -46,6 +50,8 @@ from experiments.synthetic_sequences.sequential.look_files import (
     recompute_advice,
     results_of,
 )
+from experiments.synthetic_sequences.sequential.looks import refuse_missing_runs
+from experiments.synthetic_sequences.sequential.record import record_design
 
 MODES = ("mean", "sum")
 # a look's figures recomputed under another float path (BLAS threads, another CPU's kernels) moved by at most 1.6e-6
@@ -53,7 +59,6 @@ MODES = ("mean", "sum")
 # whose take-up differs moves them by far more than this
 RECOMPUTE_TOLERANCE = {"rel_tol": 1e-4, "abs_tol": 1e-6}
 Curve = tuple[str, str, float]  # (main family, term, alpha)
-CURVE_DESIGN_SCHEMA = {"type": "object", "required": ["kind", "first_blocks", "stage_blocks", "budget"]}
 CURVE_GROUP_SCHEMA = {
     "type": "object",
     "required": ["family", "term", "alpha", "decisions", "train_next", "next_betas"],
@@ -70,7 +75,7 @@ CURVE_LOOK_SCHEMA = {  # a look file's (look_files.LOOK_SCHEMA) with curves for 
     "required": [*LOOK_SCHEMA["required"], "spans"],
     "properties": {
         **LOOK_SCHEMA["properties"],
-        "design": CURVE_DESIGN_SCHEMA,
+        "design": CURVE_RECORD_SCHEMA,
         "groups": {"type": "array", "items": CURVE_GROUP_SCHEMA},
         "spans": {"type": "object", "additionalProperties": {"type": "array", "minItems": 2, "maxItems": 2}},
     },
@@ -162,6 +167,34 @@ def check_same(recorded: list[Mapping], recomputed: list[Mapping], path: Path, p
         raise DesignError(f"{path}: {difference}; the file does not follow from its runs; {recompute_advice(path, pilot)}")
 
 
+def placement_error(group: Mapping, span: Sequence[float]) -> str | None:
+    """How a curve's group departs from what a look can write, in words, or None: its look and run counts whole
+    numbers; a curve that stopped places nothing, an open one two betas per mode of the fixed set, exactly as
+    curve_design.fixed_beta spells them, ascending, within its span widened tenfold (informative_betas' hold), and
+    trains the modes it places."""
+    decision = group["decisions"]["curve"]
+    if miscounted := [field for field in ("look", "runs") if type(decision.get(field)) is not int]:
+        return f"decisions.curve.{miscounted[0]} is {decision.get(miscounted[0])!r}, not a whole number"
+    if (decision.get("decision") == OPEN) != bool(group["next_betas"]) or group["train_next"] != sorted(group["next_betas"]):
+        return f"decision {decision.get('decision')!r} with next stage {group['next_betas']} (train_next {group['train_next']})"
+    lowest, highest = fixed_index(min(span) / 10), fixed_index(max(span) * 10)
+    for mode, betas in group["next_betas"].items():
+        fixed = [beta for beta in betas if beta == fixed_beta(fixed_index(beta)) and lowest <= fixed_index(beta) <= highest]
+        if mode not in MODES or len(betas) != 2 or fixed != betas or betas[0] >= betas[1]:
+            return f"next_betas.{mode} {betas}: not two ascending betas of the design's fixed set within its span's hold"
+    return None
+
+
+def check_placements(document: Mapping, path: Path, spans: Mapping, pilot: PilotCommand) -> None:
+    """Refuse a look file whose groups no look writes (placement_error), before its next stage is planned from it."""
+    for group in document["groups"]:
+        name = curve_name((group["family"], group["term"], float(group["alpha"])))
+        if name not in spans:
+            raise DesignError(f"{path}: a group for {name}, which is not a curve of the config; {recompute_advice(path, pilot)}")
+        if problem := placement_error(group, spans[name]):
+            raise DesignError(f"{path}: {name}: {problem}; {recompute_advice(path, pilot)}")
+
+
 def checked_curve_look(
     path: str | Path, design: CurveDesign, spans: Mapping, previous: Mapping | None, recompute: bool, pilot: PilotCommand = DEFAULT_PILOT
 ) -> dict:
@@ -171,13 +204,14 @@ def checked_curve_look(
     document = read_look(path, design, pilot, CURVE_LOOK_SCHEMA)
     if document["spans"] != {name: list(span) for name, span in spans.items()}:
         raise DesignError(f"{path}: made for other curves than the config's (spans); {recompute_advice(path, pilot)}")
+    check_placements(document, Path(path), spans, pilot)
     check_look_runs(document, path, previous, None, pilot)
     if recompute:
         from experiments.synthetic_sequences.analysis.records.metrics_files import read_metrics, runs_table
 
         paths = [metrics_path(results_of(path), run) for run in sorted(document["runs_read"])]
         if missing := [metrics for metrics in paths if not Path(metrics).exists()]:
-            raise DesignError(f"{path}: {missing[0]}, a run it read, is missing ({len(missing)} of {len(paths)})")
+            refuse_missing_runs(path, missing, len(paths), pilot)
         runs = runs_table(read_metrics(paths)[0])
         check_same(document["groups"], curve_groups(runs, design, document["look"], previous, spans), Path(path), pilot)
     return document
@@ -234,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--metrics", nargs="+", required=True, help="the metrics files of the runs this look reads")
     parser.add_argument("--previous", nargs="*", default=[], help="the look files of every look before, in order (none at look 1)")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--design-reset", action="store_true", help="look 1 may follow another design (config design_reset)")
     add_pilot_flags(parser)
     args = parser.parse_args(argv)
     with refusals_exit():
@@ -245,13 +280,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         for path in args.previous:
             earlier.append(checked_curve_look(path, design, spans, earlier[-1] if earlier else None, True, pilot))
         previous = earlier[-1] if earlier else None
+        designs_before = record_design(results_of(args.out), design, args.design_reset, pilot) if args.look == 1 else []
         from experiments.synthetic_sequences.analysis.records.metrics_files import check_extracted, read_metrics, runs_table
 
         metrics, records = read_metrics(args.metrics, pilot)
+        check_placed(records, pilot)  # a link to another run's file would drop its run and count another twice
         check_extracted(records, results_of(args.out), pilot)
         groups = curve_groups(runs_table(metrics), design, args.look, previous, spans)
         runs_read = {held[0]["run"]: sha256_file(path) for path, held in records.items()}
-        write_json(look_document(args.look, design, groups, runs_read, previous, [], spans=spans), Path(args.out))
+        write_json(look_document(args.look, design, groups, runs_read, previous, designs_before, spans=spans), Path(args.out))
     for group in groups:
         decision = group["decisions"]["curve"]
         where = f"look {args.look}, {group['family']} {group['term']} alpha={group['alpha']:g}"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import sys
@@ -32,7 +33,7 @@ from pathlib import Path
 from core.disentanglement.artifacts import sha256_file, sha256_json, write_json
 from core.disentanglement.cli import refusals_exit
 from experiments.synthetic_sequences.analysis.records.metrics_files import check_extracted, read_metrics, runs_table
-from experiments.synthetic_sequences.planning.bindings import BindingError
+from experiments.synthetic_sequences.planning.bindings import check_placed
 from experiments.synthetic_sequences.planning.grid import parse_control_of
 from experiments.synthetic_sequences.planning.pilot_command import DEFAULT_PILOT, PilotCommand, add_pilot_flags
 from experiments.synthetic_sequences.planning.record_shape import SHA256, check_shape
@@ -46,6 +47,7 @@ from experiments.synthetic_sequences.sequential.design import (
     design_from_record,
     parse_design,
 )
+from experiments.synthetic_sequences.sequential.looks import refuse_missing_runs
 from experiments.synthetic_sequences.sequential.record import record_design
 
 
@@ -140,7 +142,7 @@ def read_look(path: str | Path, design: Design | CurveDesign, pilot: PilotComman
             f"{path}: made under another design than the config's; a design cannot change between looks: its looks go "
             f"(and the runs they trained too, if those should not count): rm -r {shlex.quote(str(path.parent))}; then {pilot.command()}"
         )
-    if document["look"] != look_number(path):
+    if type(document["look"]) is not int or document["look"] != look_number(path):  # 2.0 is no look number
         raise DesignError(f"{path}: holds look {document['look']}, not the look its name says; {recompute}")
     return document
 
@@ -175,6 +177,11 @@ def check_look_runs(
     results = results_of(path)
     for run, recorded in sorted(runs_read.items()):
         metrics = Path(metrics_path(results, run))
+        if metrics.is_symlink():  # the pipeline writes every metrics file itself: a link stands for some other file
+            raise DesignError(
+                f"{metrics} is a link (to {os.readlink(metrics)}), not the metrics file of run {run} that {path} read; extract "
+                f"it again from its run: rm {shlex.quote(str(metrics))}; then {pilot.command()}"
+            )
         if metrics.exists() and (digest := sha256_file(metrics)) != recorded:
             raise DesignError(
                 f"{path}: {metrics} hashes {digest[:12]}, but the look read {recorded[:12]}: the look was made from other runs "
@@ -200,7 +207,7 @@ def verified_look(
     paths = [metrics_path(results_of(path), run) for run in sorted(document["runs_read"])]
     if missing := [metrics for metrics in paths if not Path(metrics).exists()]:
         if require_runs:
-            raise DesignError(f"{path}: {missing[0]}, a run it read, is missing ({len(missing)} of {len(paths)})")
+            refuse_missing_runs(path, missing, len(paths), pilot)
         return document
     counts = runs_table(read_metrics(paths)[0])
     groups = json.loads(json.dumps(look_groups(counts, control_of, design, document["look"], previous)))
@@ -252,17 +259,6 @@ def read_looks(paths: Sequence[str | Path], control_of: dict[str, str], pilot: P
     return verified_looks(paths, design, control_of, pilot)
 
 
-def check_looks_read(looks: Sequence[dict], grid: dict) -> None:
-    """The runs the look files read, together, are the runs of the grid record the tables hold the metrics to."""
-    read = set().union(*(look["runs_read"] for look in looks))
-    if read != set(grid["runs"]):
-        odd = sorted(read ^ set(grid["runs"]))
-        raise BindingError(
-            f"the look files read {len(read)} runs and the grid record names {len(grid['runs'])}; {odd[0]} is in "
-            f"{'the looks only' if odd[0] in read else 'the grid record only'}: the record is not of these looks"
-        )
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--look", type=int, required=True, help="the look, from 1")
@@ -285,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         previous = earlier[-1] if earlier else None
         designs_before = record_design(results_of(args.out), design, args.design_reset, pilot) if args.look == 1 else []
         metrics, records = read_metrics(args.metrics, pilot)
+        check_placed(records, pilot)  # a link to another run's file would drop its run and count another twice
         check_extracted(records, results_of(args.out), pilot)  # "recompute the look from the runs" means the runs
         groups = look_groups(runs_table(metrics), control_of, design, args.look, previous)
         runs_read = {held[0]["run"]: sha256_file(path) for path, held in records.items()}

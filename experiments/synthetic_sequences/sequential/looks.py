@@ -1,5 +1,7 @@
 """A sequential design on the run grid: which arm a run belongs to, which runs each look reads, and which runs were
-trained. The look files are sequential/look_files.py's, the design record sequential/record.py's.
+trained; for either design with looks, the runs its look files read (each run's stage, whether they are the grid
+record's, a look that cannot be recomputed for a metrics file missing). The look files are sequential/look_files.py's,
+the design record sequential/record.py's.
 
 An arm is one side of a planned take-up contrast. Its group is (main family, term, alpha); its name is the mode
 ('mean', 'sum') for the main family's runs and the control's kind ('scale', 'balance') for a control family's.
@@ -10,10 +12,13 @@ Torch- and pandas-free: the Snakefile imports it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
 
 from experiments.synthetic_sequences.arms import arm_group, arm_name
+from experiments.synthetic_sequences.planning.bindings import BindingError
 from experiments.synthetic_sequences.planning.grid import RunSpec, run_betas
+from experiments.synthetic_sequences.planning.pilot_command import PilotCommand
 from experiments.synthetic_sequences.sequential.design import Design, DesignError, Look
 
 Group = tuple[str, str, float]  # (main family, term, alpha)
@@ -93,3 +98,35 @@ def trained_specs(
             break
         trained |= {spec.path: spec for spec in look_specs(specs, control_of, references, seeds, look, opened)}
     return [spec for spec in specs if spec.path in trained]
+
+
+# END
+
+
+def refuse_missing_runs(path: str | Path, missing: Sequence[str], read: int, pilot: PilotCommand) -> None:
+    """Refuse to recompute a look some of whose runs' metrics files are missing, with the command that extracts them
+    (the pipeline's own targets), then the pilot's."""
+    extract = pilot.command(targets=missing)
+    raise DesignError(
+        f"{path}: {missing[0]}, a run it read, is missing ({len(missing)} of {read}); extract them again: {extract}; then {pilot.command()}"
+    )
+
+
+def check_looks_read(looks: Sequence[dict], grid: dict) -> None:
+    """The runs the look files read, together, are the runs of the grid record the tables hold the metrics to."""
+    read = set().union(*(look["runs_read"] for look in looks))
+    if read != set(grid["runs"]):
+        odd = sorted(read ^ set(grid["runs"]))
+        raise BindingError(
+            f"the look files read {len(read)} runs and the grid record names {len(grid['runs'])}; {odd[0]} is in "
+            f"{'the looks only' if odd[0] in read else 'the grid record only'}: the record is not of these looks"
+        )
+
+
+def run_stages(looks: Sequence[Mapping]) -> dict[str, int]:
+    """{run path: its stage} of every run a curve design's looks read: a stage's runs are first read by its own look."""
+    stages: dict[str, int] = {}
+    for document in looks:
+        for run in document["runs_read"]:
+            stages.setdefault(run, document["look"])
+    return stages

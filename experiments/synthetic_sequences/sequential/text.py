@@ -11,7 +11,8 @@ from experiments.synthetic_sequences.analysis.comparisons.contrasts import MARGI
 from experiments.synthetic_sequences.analysis.records.run_files import plural
 from experiments.synthetic_sequences.analysis.statistics.inference import ALPHA
 from experiments.synthetic_sequences.arms import COMPARISON_NAMES, TOOK_UP
-from experiments.synthetic_sequences.sequential.design import OPEN, UNDECIDED, describe_design, design_from_record
+from experiments.synthetic_sequences.sequential.curve_design import describe_record
+from experiments.synthetic_sequences.sequential.design import OPEN, UNDECIDED, design_from_record
 
 
 def decision_text(decision: Mapping, looks: int) -> str:
@@ -20,6 +21,20 @@ def decision_text(decision: Mapping, looks: int) -> str:
     if decision["decision"] == OPEN:
         return f"open after look {decision['look']} of {looks}"
     return decision["decision"]
+
+
+def earlier_design_lines(documents: Sequence[Mapping]) -> list[str]:
+    """Markdown lines naming each design the folder's looks were read under before a reset (look 1's
+    earlier_designs), of either kind: the error bound stated above no longer holds for them."""
+    lines = []
+    for earlier in documents[0].get("earlier_designs", []) if documents else ():
+        lines += [
+            f"**An earlier design was read first**: {describe_record(earlier['design'])}, from {earlier['first_look_at']}, "
+            "then reset (design_reset). Its looks saw these runs too: a design changed after its data were read no "
+            "longer holds the error bound above.",
+            "",
+        ]
+    return lines
 
 
 def design_section(documents: Sequence[Mapping]) -> list[str]:
@@ -46,13 +61,7 @@ def design_section(documents: Sequence[Mapping]) -> list[str]:
         "trained (naive under the design), and the secondary endpoints did not steer it.",
         "",
     ]
-    for earlier in documents[0].get("earlier_designs", []):
-        lines += [
-            f"**An earlier design was read first**: {describe_design(earlier['design'])}, from {earlier['first_look_at']}, "
-            "then reset (design_reset). Its looks saw these runs too: a design changed after its data were read no "
-            "longer holds the error bound above.",
-            "",
-        ]
+    lines += earlier_design_lines(documents)
     rows = []
     for group in documents[-1]["groups"]:
         for name in (name for name in COMPARISON_NAMES if name in group["decisions"]):  # the file's keys are sorted

@@ -263,6 +263,12 @@ def first_difference(held: pd.DataFrame, fresh: pd.DataFrame) -> str | None:
     return None
 
 
+def row_run_path(row: Mapping) -> str:
+    """The run path of a metrics or runs table's row: its RUN_FIELDS and the beta its key spells (key_beta)."""
+    key_beta = row["key_beta"]
+    return run_path(**{field: row[field] for field in RUN_FIELDS}, beta=float(key_beta) if key_beta else None)
+
+
 def check_endpoints_finite(metrics: pd.DataFrame) -> None:
     """Every run of the pooled metrics has a finite value of every endpoint the verdict reads (metrics.view('verdict')),
     checked before runs_table pivots them: the pivot would drop a nan, and with it the run's pair from a contrast,
@@ -276,8 +282,7 @@ def check_endpoints_finite(metrics: pd.DataFrame) -> None:
     for run, values in wide.iterrows():
         for name, value in values.items():
             if not math.isfinite(value):
-                *fields, key_beta = run
-                path = run_path(**dict(zip(RUN_FIELDS, fields, strict=True)), beta=float(key_beta) if key_beta else None)
+                path = row_run_path(dict(zip(keys, run, strict=True)))
                 held = f"is {value}" if present.at[run, name] else "is missing"
                 raise ValueError(f"run {path}: its {name} {held}, not a finite number; no contrast may leave it out unsaid")
 

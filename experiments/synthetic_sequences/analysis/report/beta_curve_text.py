@@ -14,6 +14,7 @@ from experiments.synthetic_sequences.analysis.records.run_files import plural
 from experiments.synthetic_sequences.analysis.statistics.beta_curves import MARGIN
 from experiments.synthetic_sequences.analysis.statistics.population_curves import at_search_bound
 from experiments.synthetic_sequences.sequential.curve_looks import curve_stops
+from experiments.synthetic_sequences.sequential.text import earlier_design_lines
 
 HEADING = "## Take-up over beta: does sum act as mean at another beta?"
 
@@ -127,9 +128,37 @@ def design_lines(looks: Sequence[Mapping]) -> list[str]:
         "design would: after the design's stops its interval covers k less often (simulated: 90-93%), so the design's "
         "interval and reading are these.",
         "",
+        *earlier_design_lines(looks),
         pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g"),
         "",
+        f"Every run the design read, {sum(row['runs'] for row in rows)} in all, one row each with its block, stage, beta, mode "
+        "and outcomes: `runs.csv` beside this file, from which every curve above refits. The sections below read only "
+        "the betas where both modes ran.",
+        "",
     ]
+
+
+def design_next_line(looks: Sequence[Mapping]) -> str:
+    """A curve design's verdict's last line: its own next step, said plainly. Curves that stopped at a reading or a
+    precise interval are answered; one still open trains its next stage on the same command; one that ran out of its
+    budget unresolved can only be resolved by a design with a larger budget (the budget fixes how each look spends
+    alpha: this design cannot grow), in a results folder of its own."""
+    stops = curve_stops(looks)
+    named = lambda rows: ", ".join(f"{row['family']} {row['term']}" for row in rows)  # noqa: E731
+    still_open = [stop for stop in stops if stop["design_stop"].startswith("open")]
+    at_budget = [stop for stop in stops if stop["design_stop"] == "budget"]
+    if still_open:
+        opened = named(still_open)
+        return f"The curve design is open after look {len(looks)} ({opened}): rerunning this pilot's command trains its next stage."
+    if not at_budget:
+        return "Every curve stopped at a decision of the design (table above): its answer stands, and nothing more needs training."
+    budget = looks[0]["design"]["budget"]
+    return (
+        f"{named(at_budget)} stopped at the design's budget of {budget} runs per curve with its interval and reading as "
+        "above. The budget sets how each look spends the design's alpha, so this design does not grow: resolving them takes "
+        "a new curve design with a larger `design.budget` (and the `references:` its stages then need, which the config "
+        "check names), in a results folder of its own. Adding seeds or blocks to this folder is refused."
+    )
 
 
 def beta_curve_section(table: pd.DataFrame, cells: pd.DataFrame, looks: Sequence[Mapping] = ()) -> list[str]:

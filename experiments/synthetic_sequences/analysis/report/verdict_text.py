@@ -13,7 +13,7 @@ from experiments.synthetic_sequences.analysis.comparisons.beta_axis import has_a
 from experiments.synthetic_sequences.analysis.comparisons.confounds import length_line, length_predicts_strategy, token_line
 from experiments.synthetic_sequences.analysis.comparisons.contrasts import arms, term_arms
 from experiments.synthetic_sequences.analysis.report import verdict as rule
-from experiments.synthetic_sequences.analysis.report.beta_curve_text import beta_curve_section
+from experiments.synthetic_sequences.analysis.report.beta_curve_text import beta_curve_section, design_next_line
 from experiments.synthetic_sequences.analysis.report.cross_term import glance_frame, multiplicity_line
 from experiments.synthetic_sequences.analysis.statistics.inference import MAX_SEEDS
 from experiments.synthetic_sequences.arms import BLOCK, CONTROL_ARMS, NO_CONTROL, TOOK_UP
@@ -30,13 +30,17 @@ REREAD_WARNING = (
     "error of the planned take-up contrasts from 0.016-0.019 to 0.028-0.032"
 )
 SEQUENTIAL_CONFIG = "config/sequential.yaml"  # the default pilot as a sequential design, in a results folder of its own
+CURVE_CONFIG = "config/curve_design.yaml"  # the beta axis as a sequential curve design
 
 
 def reread_warning(pilot: PilotCommand, beta_axis: bool) -> str:
     """The warning, with the way to add seeds that holds the error rate where this pilot has one: the default pilot's
-    sequential twin, or a `design:` block for another pilot. A beta axis has none: the sequential design refuses it."""
+    sequential twin, or a `design:` block for another pilot; on a beta axis, a curve design."""
     if beta_axis:
-        return f"{REREAD_WARNING}; a sequential design does not take a beta axis, so read the curves' intervals as fixed-design ones."
+        return (
+            f"{REREAD_WARNING}; on a beta axis a curve design holds it ({CURVE_CONFIG}'s `design:` block, in a results "
+            "folder of its own), and until then read the curves' intervals as fixed-design ones."
+        )
     if not pilot.configfiles:
         command = f"snakemake --cores 2 --configfile {SEQUENTIAL_CONFIG}"
         return f"{REREAD_WARNING}; to add seeds with the error rate held, run the sequential design instead: `{command}`."
@@ -242,6 +246,11 @@ def verdict_markdown(
     family_arms = arms(runs, control_of)
     for (family, term, alpha), group in verdict.groupby(["family", "term", "alpha"], sort=False):
         lines += group_section(group, term_arms(family_arms[family], term, alpha), length)
-    last = "The sequential design above set the runs; its decisions stand." if looks else seeds_line(verdict, runs, pilot)
+    if curve_looks:
+        last = design_next_line(curve_looks)
+    elif looks:
+        last = "The sequential design above set the runs; its decisions stand."
+    else:
+        last = seeds_line(verdict, runs, pilot)
     lines += ["## Summary", "", markdown(verdict.drop(columns=["verdict", "runs"]), floatfmt=".3g"), "", last]
     return "\n".join(lines) + "\n"
