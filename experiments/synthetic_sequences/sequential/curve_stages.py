@@ -173,7 +173,7 @@ class CurveStages:
 
     def read_look_checkpoint(self, look: int) -> dict:
         """Look `look`'s file once its checkpoint has run (snakemake runs it first), and once more where the look before
-        was made again in this run (look_files.follows_a_remade_look)."""
+        was made again in this run (stage.follows_a_remade_look)."""
         self.await_look(look)
         if look > 1 and follows_a_remade_look(
             self.plan.look_file(look), self.plan.look_file(look - 1), self.read_look_checkpoint(look - 1)

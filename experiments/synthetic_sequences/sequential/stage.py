@@ -91,7 +91,7 @@ class Looks:
 
     def read_look_checkpoint(self, look: int) -> dict:
         """Look `look`'s file, verified (verified_look_file), once its checkpoint has run: snakemake runs it first, and
-        once more where the look before was made again in this run (look_files.follows_a_remade_look)."""
+        once more where the look before was made again in this run (stage.follows_a_remade_look)."""
         self.await_look(look)
         previous = self.read_look_checkpoint(look - 1) if look > 1 else None
         if previous is not None and follows_a_remade_look(self.plan.look_file(look), self.plan.look_file(look - 1), previous):
