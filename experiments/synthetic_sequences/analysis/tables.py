@@ -197,7 +197,7 @@ def aggregate(
     curve_looks = [look for look in looks if look["design"].get("kind") == CURVE]  # the curves' section reads them
     looks = [look for look in looks if look["design"].get("kind") != CURVE]
     tables["cross_term"] = cross_term_table(tables["verdict"], arm_runs, contrasts, arm_controls, looks, mixes)
-    if curve_looks:  # each run's stage, so that the runs table alone refits every look (curve_looks.run_stages)
+    if curve_looks:  # each run's stage, so that the runs table alone refits every look (looks.run_stages)
         stages = run_stages(curve_looks)
         tables["runs"] = staged = runs.copy()
         staged.insert(runs.columns.get_loc("seed") + 1, "stage", [stages[row_run_path(row)] for row in runs.to_dict("records")])
