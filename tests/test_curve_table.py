@@ -224,3 +224,20 @@ def test_the_runs_tables_csv_alone_refits_each_curves_k(tmp_path):
         (table.ci_low[0], table.ci_high[0]), rel=1e-9
     )
     assert shift_table(runs).k[0] != pytest.approx(table.k[0], rel=1e-6)  # the sum-only runs count
+
+
+def test_each_run_carries_the_stage_of_the_first_look_that_read_it():
+    """A curve design's runs table (tables.staged_runs): a stage's runs are first read by its own look, and a later look
+    reads them again; the column sits beside the seed, the rest of the table as it was."""
+    from experiments.synthetic_sequences.analysis.tables import staged_runs
+    from experiments.synthetic_sequences.run_layout import run_path
+
+    rows = [("f", 101, "dist", mode, 0.0, 0, beta) for mode in ("mean", "sum") for beta in (0.1, 0.2)]
+    rows += [("f", 102, "dist", "sum", 0.0, 0, 0.12)]
+    runs = pd.DataFrame(rows, columns=["family", "reference", "term", "mode", "alpha", "seed", "beta"])
+    runs = runs.assign(key_beta=runs.beta.map(lambda beta: f"{beta:g}"), took_up=1.0)
+    paths = [run_path(family, block, term, mode, alpha, seed, beta=beta) for family, block, term, mode, alpha, seed, beta in rows]
+    looks = [{"look": 1, "runs_read": dict.fromkeys(paths[:4], "")}, {"look": 2, "runs_read": dict.fromkeys(paths, "")}]
+    staged = staged_runs(runs, looks)
+    assert list(staged.stage) == [1, 1, 1, 1, 2] and list(staged.columns).index("stage") == list(staged.columns).index("seed") + 1
+    assert staged.drop(columns="stage").equals(runs)

@@ -176,6 +176,16 @@ def test_an_unclear_control_share_says_how_many_seeds_would_tell():
     assert takeup["seeds_needed"] > 10 and f"about {int(takeup['seeds_needed'])} seeds per arm would tell" in takeup["verdict"]
     last = verdict_markdown(lines, table, CONTROL_OF).rstrip().splitlines()[-1]
     assert f"--config seeds={int(lines.seeds_needed.max())}`" in last
+    # the same runs read as a curve design's: its last line is the design's own next step, never a seeds line
+    from experiments.synthetic_sequences.sequential.curve_design import parse_curve_design
+    from experiments.synthetic_sequences.sequential.look_files import look_document
+
+    decision = {"decision": "budget", "look": 2, "runs": 40, "alpha": 0.03, "log_k": 0.0, "log_low": -1.0, "log_high": 1.0}
+    group = {"family": "f", "term": "raw", "alpha": 0.0, "decisions": {"curve": decision | {"reading": "cannot be resolved"}}}
+    design = parse_curve_design({"kind": "curve", "first_blocks": 1, "stage_blocks": 1, "budget": 40}, 1)
+    looks = [look_document(k, design, [group | {"train_next": [], "next_betas": {}}], {}, None, [], spans={}) for k in (1, 2)]
+    last = verdict_markdown(lines, table, CONTROL_OF, curve_looks=looks).rstrip().splitlines()[-1]
+    assert last.startswith("f raw stopped at the design's budget of 40 runs per curve") and "seeds=" not in last
 
 
 def test_a_family_with_one_control_names_the_absent_one_on_the_line_and_above_it():

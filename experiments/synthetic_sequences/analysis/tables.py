@@ -150,6 +150,15 @@ def read_draws(data_summaries: Mapping[str, str | Path], runs: pd.DataFrame, pil
     return draws
 
 
+def staged_runs(runs: pd.DataFrame, curve_looks: Sequence[Mapping]) -> pd.DataFrame:
+    """The runs table with each run's stage beside its seed (looks.run_stages: the first look that read it), so that the
+    table alone refits every look of a curve design."""
+    stages = run_stages(curve_looks)
+    staged = runs.copy()
+    staged.insert(runs.columns.get_loc("seed") + 1, "stage", [stages[row_run_path(row)] for row in runs.to_dict("records")])
+    return staged
+
+
 def mean_tokens(draws: Mapping[str, Mapping]) -> float:
     """Supervised tokens per training record, averaged over the draws: what a scale change of sum is measured in."""
     return sum(summary["train"]["y_length"]["mean"] for summary in draws.values()) / len(draws)
@@ -197,10 +206,8 @@ def aggregate(
     curve_looks = [look for look in looks if look["design"].get("kind") == CURVE]  # the curves' section reads them
     looks = [look for look in looks if look["design"].get("kind") != CURVE]
     tables["cross_term"] = cross_term_table(tables["verdict"], arm_runs, contrasts, arm_controls, looks, mixes)
-    if curve_looks:  # each run's stage, so that the runs table alone refits every look (looks.run_stages)
-        stages = run_stages(curve_looks)
-        tables["runs"] = staged = runs.copy()
-        staged.insert(runs.columns.get_loc("seed") + 1, "stage", [stages[row_run_path(row)] for row in runs.to_dict("records")])
+    if curve_looks:
+        tables["runs"] = staged_runs(runs, curve_looks)
     if has_axis(runs):
         tables["beta_curves"] = shift_table(runs, mean_tokens(draws), curve_stops(curve_looks))
         tables["beta_curve_cells"] = cells_table(runs)
