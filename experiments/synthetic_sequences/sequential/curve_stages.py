@@ -30,7 +30,7 @@ from experiments.synthetic_sequences.sequential.curve_design import (
 from experiments.synthetic_sequences.sequential.curve_looks import checked_curve_look, curve_name, open_curves
 from experiments.synthetic_sequences.sequential.design import DesignError
 from experiments.synthetic_sequences.sequential.record import check_design_fixed
-from experiments.synthetic_sequences.sequential.stage import follows_a_remade_look
+from experiments.synthetic_sequences.sequential.stage import wait_for_look
 
 
 def curve_spans(families: Mapping[str, Mapping]) -> dict[str, list[float]]:
@@ -173,12 +173,8 @@ class CurveStages:
 
     def read_look_checkpoint(self, look: int) -> dict:
         """Look `look`'s file once its checkpoint has run (snakemake runs it first), and once more where the look before
-        was made again in this run (stage.follows_a_remade_look)."""
-        self.await_look(look)
-        if look > 1 and follows_a_remade_look(
-            self.plan.look_file(look), self.plan.look_file(look - 1), self.read_look_checkpoint(look - 1)
-        ):
-            self.await_look(look, again=True)
+        was made again in this run (stage.wait_for_look)."""
+        wait_for_look(self.await_look, self.plan, look, self.read_look_checkpoint(look - 1) if look > 1 else None)
         return self.checked_look(look)
 
     def look_metrics(self, wildcards) -> list[str]:

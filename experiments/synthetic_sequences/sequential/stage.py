@@ -92,10 +92,8 @@ class Looks:
     def read_look_checkpoint(self, look: int) -> dict:
         """Look `look`'s file, verified (verified_look_file), once its checkpoint has run: snakemake runs it first, and
         once more where the look before was made again in this run (stage.follows_a_remade_look)."""
-        self.await_look(look)
         previous = self.read_look_checkpoint(look - 1) if look > 1 else None
-        if previous is not None and follows_a_remade_look(self.plan.look_file(look), self.plan.look_file(look - 1), previous):
-            self.await_look(look, again=True)
+        wait_for_look(self.await_look, self.plan, look, previous)
         return self.verified_look_file(look, previous)
 
     def look_metrics(self, wildcards) -> list[str]:
@@ -144,6 +142,14 @@ def follows_a_remade_look(path: str | Path, previous_path: str | Path, previous:
     except (OSError, ValueError, AttributeError):
         return False
     return followed != previous["sha256"] and os.stat(previous_path).st_mtime_ns > os.stat(path).st_mtime_ns
+
+
+def wait_for_look(await_look: Callable[..., object], plan, look: int, previous: Mapping | None) -> None:
+    """Wait (await_look) for look `look`'s job, both designs' way: once it has run, and once more where its file follows
+    a look before (`previous`, as read now) that was made again in this run (follows_a_remade_look)."""
+    await_look(look)
+    if previous is not None and follows_a_remade_look(plan.look_file(look), plan.look_file(look - 1), previous):
+        await_look(look, again=True)
 
 
 def awaited_look(checkpoint, look: int, again: bool = False):
